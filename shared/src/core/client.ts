@@ -1,0 +1,444 @@
+/**
+ * The typed client. Every operation goes through `call`, which validates the input, sends it through
+ * the transport, retries where safe, maps errors and checks the answer with zod. Pure: I/O, time and
+ * randomness come in through the options.
+ */
+import type { z } from 'zod/v4';
+import {
+  apiErrorFrom,
+  DocexAbortError,
+  DocexApiError,
+  DocexConnectionError,
+  DocexError,
+  DocexInputError,
+  DocexRateLimitError,
+  DocexResponseShapeError,
+  DocexTimeoutError,
+  redactDeep,
+} from './errors.ts';
+import { fileNameFromContentDisposition, safeFileName } from './files.ts';
+import {
+  getOperation,
+  OPERATION_NAMES,
+  type OperationName,
+  type Operations,
+  type OperationSpec,
+} from './operations.ts';
+import {
+  DEFAULT_WAIT_TIMEOUT_MS,
+  sleepUnlessAborted,
+  throwIfAborted,
+  waitForTask,
+  type WaitOptions,
+  type WaitResult,
+} from './poll.ts';
+import { bodyIsReplayable, buildRequest } from './request.ts';
+import { DEFAULT_RETRY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.ts';
+import type { BatchFileError, RerunResult, TaskResult, UploadResult } from './schemas.ts';
+import {
+  NOT_SENT_CODES,
+  TransportError,
+  type FileInput,
+  type Logger,
+  type Sleep,
+  type Transport,
+  type TransportResponse,
+} from './transport.ts';
+
+export interface ClientOptions {
+  transport: Transport;
+  sleep: Sleep;
+  now?: () => number;
+  random?: () => number;
+  logger?: Logger;
+  retry?: Partial<RetryPolicy>;
+  /** Per-request timeout in ms (default 60 s; uploads and downloads may want more). */
+  timeoutMs?: number;
+  instructionIdIn?: 'query' | 'path';
+  /** Scrubs secrets from anything the server echoes into an error message. */
+  redact?: (text: string) => string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  instructionIdIn?: 'query' | 'path';
+}
+
+/** A downloaded file: read `body` once (stream it to disk, or collect it with readAll). */
+export interface BinaryResult {
+  /** From Content-Disposition, already made safe (a bare name, no directories). */
+  fileName: string | null;
+  contentType: string | null;
+  size: number | null;
+  body: AsyncIterable<Uint8Array>;
+}
+
+type KindTypes = {
+  integer: number;
+  string: string;
+  boolean: boolean;
+  date: string | Date;
+  datetime: string | Date;
+  'integer[]': number[];
+  'string[]': string[];
+  metadata: string | Record<string, unknown>;
+  file: FileInput;
+  'file[]': FileInput[];
+};
+type ValueOf<P> = P extends { values: readonly (infer V)[] }
+  ? V
+  : P extends { kind: infer K extends keyof KindTypes }
+    ? KindTypes[K]
+    : never;
+type ParamsOf<K extends OperationName> = Operations[K]['params'][number];
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** An operation without parameters takes no keys at all, so `checkApiKey({ signal })` is a type error. */
+export type InputOf<K extends OperationName> = [ParamsOf<K>] extends [never]
+  ? Record<string, never>
+  : Simplify<
+      { [P in ParamsOf<K> as P extends { required: true } ? P['name'] : never]: ValueOf<P> } & {
+        [P in ParamsOf<K> as P extends { required: true } ? never : P['name']]?: ValueOf<P> | null;
+      }
+    >;
+export type OutputOf<K extends OperationName> = Operations[K] extends { output: 'binary' }
+  ? BinaryResult
+  : Operations[K] extends { output: 'empty' }
+    ? void
+    : Operations[K] extends { schema: infer Schema extends z.ZodType }
+      ? z.output<Schema>
+      : unknown;
+export type CallArgs<K extends OperationName> =
+  {} extends InputOf<K>
+    ? [input?: InputOf<K>, options?: CallOptions]
+    : [input: InputOf<K>, options?: CallOptions];
+
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+export type OperationMethods = {
+  [K in OperationName as CamelCase<K>]: (...args: CallArgs<K>) => Promise<OutputOf<K>>;
+};
+export const camelCase = (name: string) => name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+export interface RerunAllOptions {
+  override_extraction?: boolean;
+  /** At most 500 (the service's limit). */
+  chunkSize?: number;
+  signal?: AbortSignal;
+  onChunk?: (info: {
+    index: number;
+    chunks: number;
+    doc_ids: number[];
+    result?: RerunResult;
+    error?: DocexError;
+  }) => void;
+}
+export interface RerunAllResult {
+  rerun: number;
+  not_rerun: number;
+  rerun_doc_ids: number[];
+  errors: RerunResult['errors'];
+  chunks: number;
+  /** Chunks whose request failed as a whole (after retries); their documents may or may not have been dispatched. */
+  failedChunks: Array<{ doc_ids: number[]; error: DocexError }>;
+}
+
+/**
+ * `timeoutMs` is the whole wait (as in waitForTask, default 15 min), shared by all the upload's tasks;
+ * `requestTimeoutMs` bounds the upload request itself (default: the client's timeoutMs).
+ */
+export type UploadAndWaitOptions = WaitOptions &
+  Omit<CallOptions, 'timeoutMs' | 'instructionIdIn'> & { requestTimeoutMs?: number };
+
+export interface UploadAndWaitResult {
+  upload: UploadResult;
+  /** One final result per file task (children of a multi-file upload are listed one by one). */
+  tasks: WaitResult[];
+}
+
+const MAX_RERUN_CHUNK = 500;
+
+class DocexClientBase {
+  readonly options: ClientOptions;
+  readonly retryPolicy: RetryPolicy;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private readonly redact: (s: string) => string;
+
+  constructor(options: ClientOptions) {
+    this.options = options;
+    this.retryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.redact = options.redact ?? ((s) => s);
+  }
+
+  /** Any operation by its API name. */
+  async call<K extends OperationName>(name: K, ...[input, options = {}]: CallArgs<K>): Promise<OutputOf<K>> {
+    const op = getOperation(String(name));
+    if (!op) throw new DocexInputError(String(name), 'no such operation');
+    const request = buildRequest(op, input as Record<string, unknown> | undefined, {
+      instructionIdIn: options.instructionIdIn ?? this.options.instructionIdIn,
+    });
+    const policy = { ...this.retryPolicy, ...options.retry };
+    const replayable = bodyIsReplayable(request);
+    const log = this.options.logger;
+
+    /** An earlier attempt failed in a way that leaves open whether the server carried it out. */
+    let mayHaveActed = false;
+    for (let attempt = 0; ; attempt++) {
+      throwIfAborted(options.signal, name);
+      const started = this.now();
+      let error: DocexError;
+      let notSent = false;
+      try {
+        const response = await this.options.transport.send({
+          ...request,
+          signal: options.signal,
+          timeoutMs: options.timeoutMs ?? this.options.timeoutMs ?? 60_000,
+        });
+        log?.debug(
+          { operation: name, status: response.status, attempt, ms: this.now() - started },
+          'docex request',
+        );
+        if (response.status >= 200 && response.status < 300) return this.parse(op, response) as OutputOf<K>;
+        if (response.status === 404 && mayHaveActed && op.method === 'DELETE') {
+          // The attempt that timed out (or failed with 5xx) did delete it: what the caller wanted is done.
+          log?.info({ operation: name, attempt }, 'docex: already deleted by an earlier attempt');
+          return this.parse(op, { status: 200, headers: {}, body: '' }) as OutputOf<K>;
+        }
+        error = apiErrorFrom(name, response, false, this.redact, this.now());
+      } catch (thrown) {
+        if (thrown instanceof DocexError) throw thrown;
+        notSent =
+          thrown instanceof TransportError &&
+          (!thrown.requestSent || (thrown.code !== undefined && NOT_SENT_CODES.has(thrown.code)));
+        error = this.fromThrown(name, thrown, options.signal);
+        if (error instanceof DocexAbortError) throw error;
+      }
+      const retryable = shouldRetry(error, { idempotent: op.idempotent, replayable, notSent });
+      if (!notSent && !(error instanceof DocexRateLimitError)) mayHaveActed = true;
+      const serverWait = error instanceof DocexApiError ? error.retryAfterMs : undefined;
+      const delay =
+        attempt < policy.maxRetries && retryable
+          ? retryDelayMs(attempt, policy, this.random, serverWait)
+          : undefined;
+      if (delay === undefined) {
+        throw Object.defineProperty(error, 'retryable', { value: isTransient(error) });
+      }
+      log?.warn(
+        { operation: name, attempt: attempt + 1, delayMs: delay, error: error.message },
+        'docex: retrying',
+      );
+      await sleepUnlessAborted(this.options.sleep, delay, options.signal, name);
+    }
+  }
+
+  /** Polls fetch_tasks_results until DONE, FAILED or DUPLICATE (and the same for child tasks). */
+  waitForTask(taskId: string, options: WaitOptions = {}): Promise<WaitResult> {
+    return waitForTask(
+      taskId,
+      {
+        fetchResult: (task_id, signal) =>
+          this.call('fetch_tasks_results', { task_id }, { signal }) as Promise<TaskResult>,
+        sleep: this.options.sleep,
+        now: this.now,
+        logger: this.options.logger,
+      },
+      options,
+    );
+  }
+
+  /** upload_file, then wait for every task it started. */
+  async uploadAndWait(
+    input: InputOf<'upload_file'>,
+    options: UploadAndWaitOptions = {},
+  ): Promise<UploadAndWaitResult> {
+    const { signal, retry, requestTimeoutMs } = options;
+    const upload = (await this.call('upload_file', input, {
+      signal,
+      retry,
+      timeoutMs: requestTimeoutMs,
+    })) as UploadResult;
+    // One deadline for all the tasks of the upload, not timeoutMs for each.
+    const deadline = this.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
+    const tasks: WaitResult[] = [];
+    for (const taskId of upload.task_ids) {
+      const result = await this.waitForTask(taskId, {
+        ...options,
+        timeoutMs: Math.max(0, deadline - this.now()),
+      });
+      tasks.push(...(result.children?.length ? result.children : [result]));
+    }
+    return { upload, tasks };
+  }
+
+  /** rerun_documents for any number of ids: de-duplicated, sent in chunks of at most 500, answers merged. */
+  async rerunAll(docIds: readonly number[], options: RerunAllOptions = {}): Promise<RerunAllResult> {
+    const size = Math.min(MAX_RERUN_CHUNK, Math.max(1, options.chunkSize ?? MAX_RERUN_CHUNK));
+    // Checked up front: a bad id would otherwise fail its whole chunk after others were sent.
+    const ids = [...new Set(docIds.map((id) => asDocId(id)))];
+    const chunks: number[][] = [];
+    for (let i = 0; i < ids.length; i += size) chunks.push(ids.slice(i, i + size));
+    const merged: RerunAllResult = {
+      rerun: 0,
+      not_rerun: 0,
+      rerun_doc_ids: [],
+      errors: [],
+      chunks: chunks.length,
+      failedChunks: [],
+    };
+    for (const [index, doc_ids] of chunks.entries()) {
+      try {
+        const result = (await this.call(
+          'rerun_documents',
+          { doc_ids, override_extraction: options.override_extraction ?? false },
+          { signal: options.signal },
+        )) as RerunResult;
+        merged.rerun += result.rerun;
+        merged.not_rerun += result.not_rerun;
+        merged.rerun_doc_ids.push(...result.rerun_doc_ids);
+        merged.errors.push(...(result.errors as BatchFileError[]));
+        options.onChunk?.({ index, chunks: chunks.length, doc_ids, result });
+      } catch (error) {
+        if (!(error instanceof DocexError) || error instanceof DocexAbortError) throw error;
+        merged.failedChunks.push({ doc_ids, error });
+        options.onChunk?.({ index, chunks: chunks.length, doc_ids, error });
+      }
+    }
+    return merged;
+  }
+
+  private parse(op: OperationSpec, response: TransportResponse): unknown {
+    if (op.output === 'empty') return undefined;
+    if (op.output === 'binary') {
+      const header = (n: string) => {
+        const v = response.headers[n];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const length = Number(header('content-length'));
+      return {
+        fileName: nameOrNull(fileNameFromContentDisposition(header('content-disposition'))),
+        contentType: header('content-type') ?? null,
+        size: Number.isFinite(length) && header('content-length') !== undefined ? length : null,
+        body: toAsyncIterable(response.body),
+      } satisfies BinaryResult;
+    }
+    const parsed = op.schema!.safeParse(response.body);
+    if (parsed.success) return parsed.data;
+    const { path, message } = deepestIssue(parsed.error.issues);
+    throw new DocexResponseShapeError(
+      op.name,
+      formatPath(path),
+      this.redact(message),
+      redactDeep(response.body, this.redact),
+    );
+  }
+
+  private fromThrown(operation: string, thrown: unknown, signal?: AbortSignal): DocexError {
+    if (signal?.aborted || (thrown instanceof TransportError && thrown.kind === 'abort')) {
+      return new DocexAbortError(operation, 'aborted', { cause: signal?.reason });
+    }
+    if (thrown instanceof TransportError) {
+      const message = this.redact(thrown.message);
+      return thrown.kind === 'timeout'
+        ? new DocexTimeoutError(operation, `timed out: ${message}`, thrown.code)
+        : new DocexConnectionError(operation, `connection failed: ${message}`, thrown.code);
+    }
+    const message = thrown instanceof Error ? thrown.message : String(thrown);
+    return new DocexConnectionError(operation, `request failed: ${this.redact(message)}`, undefined);
+  }
+}
+
+const isTransient = (e: DocexError) =>
+  e instanceof DocexConnectionError ||
+  e instanceof DocexRateLimitError ||
+  ('status' in e && typeof e.status === 'number' && (e.status >= 500 || e.status === 408));
+
+function asDocId(id: unknown): number {
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return id;
+  if (typeof id === 'string' && /^\d{1,15}$/.test(id.trim())) return Number(id);
+  throw new DocexInputError('rerun_documents', `doc_ids must be integers (got ${JSON.stringify(id)})`);
+}
+
+const nameOrNull = (name: string | undefined) => (name === undefined ? null : safeFileName(name));
+
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+  code?: string;
+  errors?: Issue[][];
+}
+
+/**
+ * The issue to report: for a union (e.g. `{folders}` or a bare list) none of whose branches matched,
+ * the branch that got furthest into the answer, so the path points at the bad value itself.
+ */
+function deepestIssue(issues: readonly Issue[]): { path: PropertyKey[]; message: string } {
+  let best: { path: PropertyKey[]; message: string } | undefined;
+  for (const issue of issues) {
+    let candidate = { path: issue.path, message: issue.message };
+    if (issue.code === 'invalid_union' && issue.errors?.length) {
+      const inner = issue.errors.map((branch) => deepestIssue(branch));
+      const deepest = inner.reduce((a, b) => (b.path.length > a.path.length ? b : a));
+      if (deepest.path.length > 0)
+        candidate = { path: [...issue.path, ...deepest.path], message: deepest.message };
+    }
+    if (!best || candidate.path.length > best.path.length) best = candidate;
+  }
+  return best ?? { path: [], message: 'invalid' };
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
+}
+
+function toAsyncIterable(body: unknown): AsyncIterable<Uint8Array> {
+  if (body && typeof body === 'object' && Symbol.asyncIterator in body)
+    return body as AsyncIterable<Uint8Array>;
+  const bytes =
+    body instanceof Uint8Array
+      ? body
+      : body instanceof ArrayBuffer
+        ? new Uint8Array(body)
+        : new TextEncoder().encode(String(body ?? ''));
+  return (async function* () {
+    yield bytes;
+  })();
+}
+
+/** Collects a downloaded body (fine for small files; stream big ones). */
+export async function readAll(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    total += chunk.byteLength;
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+for (const name of OPERATION_NAMES) {
+  Object.defineProperty(DocexClientBase.prototype, camelCase(name), {
+    value: function (this: DocexClientBase, ...args: unknown[]) {
+      return (this.call as (n: string, ...a: unknown[]) => Promise<unknown>)(name, ...args);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+
+export type DocexClient = DocexClientBase & OperationMethods;
+/** `new DocexClient(options)`: `call(name, input)` plus one camelCase method per operation. */
+export const DocexClient = DocexClientBase as unknown as new (options: ClientOptions) => DocexClient;

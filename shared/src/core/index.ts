@@ -1,0 +1,43 @@
+export * from './client.ts';
+export * from './errors.ts';
+export * from './fields.ts';
+export * from './files.ts';
+export * from './multipart.ts';
+export * from './operations.ts';
+export {
+  DEFAULT_WAIT_TIMEOUT_MS,
+  isFinalStatus,
+  waitForTask,
+  type WaitOptions,
+  type WaitResult,
+  type PollDeps,
+} from './poll.ts';
+export {
+  bodyIsReplayable,
+  buildRequest,
+  contentTypeFor,
+  fileNameOf,
+  toDateTime,
+  type BuildOptions,
+} from './request.ts';
+export { DEFAULT_RETRY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.ts';
+export * as schemas from './schemas.ts';
+export {
+  FINAL_STATUSES,
+  normalizeStatus,
+  TASK_STATUSES,
+  type ApiKeyCheck,
+  type BatchFileError,
+  type DocumentData,
+  type Field,
+  type Folder,
+  type Instruction,
+  type RawText,
+  type RerunResult,
+  type TaskResult,
+  type TaskStatus,
+  type Template,
+  type UploadResult,
+  type ValidationDetail,
+} from './schemas.ts';
+export * from './transport.ts';

@@ -1,0 +1,65 @@
+/** When to try a request again, and how long to wait first. Pure: time and randomness come in. */
+import {
+  DocexApiError,
+  DocexConnectionError,
+  DocexError,
+  DocexRateLimitError,
+  DocexTimeoutError,
+} from './errors.ts';
+
+export interface RetryPolicy {
+  /** Further attempts after the first (0 disables retries). */
+  maxRetries: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  factor: number;
+  /** A Retry-After longer than this is not waited out: the error goes to the caller instead. */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = {
+  maxRetries: 4,
+  initialDelayMs: 500,
+  maxDelayMs: 30_000,
+  factor: 2,
+  maxRetryAfterMs: 120_000,
+};
+
+export interface RetryContext {
+  /** Repeating the operation cannot change its outcome. */
+  idempotent: boolean;
+  /** The request body can be sent again (no one-shot stream). */
+  replayable: boolean;
+  /** The failure happened before the server could have seen the request. */
+  notSent: boolean;
+}
+
+/**
+ * The retry rule (docs/decisions.md):
+ * - never when the body cannot be replayed, or after an abort;
+ * - 429: always (the server refused without acting), after Retry-After when given;
+ * - connection refused / DNS failures (request not sent): always;
+ * - 408, 5xx, timeouts and other connection errors: only idempotent operations, because an upload,
+ *   create or rerun may already have been carried out.
+ */
+export function shouldRetry(error: DocexError, ctx: RetryContext): boolean {
+  if (!ctx.replayable) return false;
+  if (error instanceof DocexRateLimitError) return true;
+  if (error instanceof DocexConnectionError && !(error instanceof DocexTimeoutError) && ctx.notSent)
+    return true;
+  if (!ctx.idempotent) return false;
+  if (error instanceof DocexConnectionError) return true;
+  return error instanceof DocexApiError && (error.status === 408 || error.status >= 500);
+}
+
+/** Exponential backoff with jitter (half fixed, half random, so waits never collapse to 0); a server-given wait wins. */
+export function retryDelayMs(
+  attempt: number,
+  policy: RetryPolicy,
+  random: () => number,
+  serverWaitMs?: number,
+): number | undefined {
+  if (serverWaitMs !== undefined) return serverWaitMs <= policy.maxRetryAfterMs ? serverWaitMs : undefined;
+  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** attempt);
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}

@@ -1,0 +1,83 @@
+/**
+ * What the core needs from the outside world. The daemon plugs in got + p-queue
+ * (shared/src/node/transport.ts); the n8n nodes plug in httpRequestWithAuthentication.
+ * A transport adds the base URL and the credential; the core never sees the API key.
+ */
+import type { HttpMethod, OperationName } from './operations.ts';
+
+/** A file to upload. `path` and `data` can be sent again on a retry; a `stream` cannot. */
+export type FileInput =
+  | { path: string; fileName?: string; contentType?: string }
+  | { data: Uint8Array; fileName: string; contentType?: string }
+  | { stream: AsyncIterable<Uint8Array>; fileName: string; contentType?: string; size?: number };
+
+export type MultipartPart =
+  { name: string; value: string } | { name: string; file: FileInput; fileName: string; contentType: string };
+
+export type RequestBody = { type: 'json'; value: unknown } | { type: 'multipart'; parts: MultipartPart[] };
+
+export interface TransportRequest {
+  operation: OperationName;
+  method: HttpMethod;
+  /** Path with path parameters filled in, e.g. /v1/fetch_folder/ */
+  path: string;
+  query: Array<[string, string]>;
+  headers: Record<string, string>;
+  body?: RequestBody;
+  /** 'binary': a 2xx body is handed back as a stream; error bodies are always read as JSON or text. */
+  responseType: 'json' | 'binary';
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface TransportResponse {
+  status: number;
+  /** Lower-case header names. */
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON, text, or '' for JSON responses and errors; the byte stream for 2xx binary responses. */
+  body: unknown;
+}
+
+export interface Transport {
+  send(request: TransportRequest): Promise<TransportResponse>;
+}
+
+/**
+ * Thrown by transports for failures without an HTTP answer. `requestSent: false` means the server
+ * cannot have seen the request (connection refused, DNS), which makes even an unsafe retry safe.
+ */
+export class TransportError extends Error {
+  readonly kind: 'connection' | 'timeout' | 'abort';
+  readonly code: string | undefined;
+  readonly requestSent: boolean;
+  constructor(
+    kind: 'connection' | 'timeout' | 'abort',
+    message: string,
+    options: { code?: string; requestSent: boolean; cause?: unknown },
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'TransportError';
+    this.kind = kind;
+    this.code = options.code;
+    this.requestSent = options.requestSent;
+  }
+}
+
+/** Codes of errors raised before a request can have reached the server. */
+export const NOT_SENT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** pino-compatible. */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
