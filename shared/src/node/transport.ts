@@ -1,0 +1,305 @@
+/**
+ * The Node transport: got for HTTP, one p-queue per client for throttling. Uploads stream from disk
+ * (or from the caller's stream) and downloads stream to the caller; nothing is held in memory whole.
+ * A queue slot is held until the response body is fully read, so `concurrency` bounds what the
+ * server really sees in flight.
+ */
+import { open, stat } from 'node:fs/promises';
+import type { Duplex, Readable } from 'node:stream';
+import got, { type Response } from 'got';
+import PQueue from 'p-queue';
+import {
+  DocexAbortError,
+  DocexConnectionError,
+  DocexError,
+  DocexInputError,
+  DocexTimeoutError,
+} from '../core/errors.ts';
+import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
+import {
+  TransportError,
+  NOT_SENT_CODES,
+  type FileInput,
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+} from '../core/transport.ts';
+
+export interface ThrottleOptions {
+  /** Requests in flight at once (default 4). */
+  concurrency?: number;
+  /** At most `intervalCap` requests start in any `intervalMs` window (default: no limit). */
+  intervalCap?: number;
+  intervalMs?: number;
+}
+
+export interface NodeTransportOptions extends ThrottleOptions {
+  baseUrl: string;
+  apiKey: string;
+  userAgent?: string;
+}
+
+export class NodeTransport implements Transport {
+  readonly queue: PQueue;
+  private readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+
+  constructor(options: NodeTransportOptions) {
+    if (!/^https?:\/\//i.test(options.baseUrl))
+      throw new TypeError(`baseUrl must start with http:// or https:// (got "${options.baseUrl}")`);
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.headers = {
+      authorization: `Bearer ${options.apiKey}`,
+      'user-agent': options.userAgent ?? 'docex-client',
+    };
+    this.queue = new PQueue({
+      concurrency: options.concurrency ?? 4,
+      ...(options.intervalCap
+        ? // strict: a sliding window. p-queue's default fixed windows let 2 x intervalCap requests
+          // start around a window boundary, which a server's own rate limit answers with 429.
+          { intervalCap: options.intervalCap, interval: options.intervalMs ?? 1000, strict: true }
+        : {}),
+    });
+  }
+
+  send(request: TransportRequest): Promise<TransportResponse> {
+    return new Promise<TransportResponse>((resolve, reject) => {
+      this.queue
+        .add(
+          async () => {
+            const { response, finished } = await this.perform(request);
+            resolve(response);
+            await finished;
+          },
+          { signal: request.signal },
+        )
+        // DocexErrors (a file that cannot be read) go to the client as they are.
+        .catch((error: unknown) =>
+          reject(error instanceof DocexError ? error : toTransportError(error, request.signal)),
+        );
+    });
+  }
+
+  private async perform(
+    request: TransportRequest,
+  ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
+    const url = new URL(this.baseUrl + request.path);
+    for (const [k, v] of request.query) url.searchParams.append(k, v);
+    const headers: Record<string, string> = { ...request.headers, ...this.headers };
+    let body: Buffer | undefined;
+    let multipart: { plan: MultipartPlan; sizeOf: (file: FileInput) => number | undefined } | undefined;
+    if (request.body?.type === 'json') {
+      body = Buffer.from(JSON.stringify(request.body.value));
+      headers['content-type'] = 'application/json';
+    } else if (request.body?.type === 'multipart') {
+      const plan = planMultipart(request.body.parts, makeBoundary(Math.random));
+      const sizeOf = await fileSizes(plan, request.operation);
+      headers['content-type'] = plan.contentType;
+      const length = multipartLength(plan, sizeOf);
+      if (length !== undefined) headers['content-length'] = String(length);
+      multipart = { plan, sizeOf };
+    } else if (request.method !== 'GET') {
+      // A got stream only sends a POST/PUT/DELETE once its body ends: without one it would wait forever.
+      body = Buffer.alloc(0);
+    }
+
+    const stream = got.stream(url, {
+      method: request.method,
+      headers,
+      body,
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, any stall of
+      // the socket, and the wait for the answer once the request is sent.
+      timeout: request.timeoutMs
+        ? { connect: request.timeoutMs, socket: request.timeoutMs, response: request.timeoutMs }
+        : {},
+      signal: request.signal,
+      decompress: true,
+    });
+    // The multipart body is written into the request stream as it goes (see writeMultipart).
+    if (multipart) void writeMultipart(stream, multipart.plan, multipart.sizeOf);
+    const response = await new Promise<Response>((resolve, reject) => {
+      stream.once('response', resolve);
+      stream.once('error', reject);
+    });
+    const headersOut = response.headers as TransportResponse['headers'];
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    if (ok && request.responseType === 'binary') {
+      const finished = new Promise<void>((done) => stream.once('close', () => done()));
+      stream.on('error', () => {}); // surfaces to the reader through iteration
+      return {
+        response: { status: response.statusCode, headers: headersOut, body: guardedBody(stream, request) },
+        finished,
+      };
+    }
+    const text = await readText(stream);
+    return {
+      response: { status: response.statusCode, headers: headersOut, body: parseBody(text) },
+      finished: Promise.resolve(),
+    };
+  }
+}
+
+/**
+ * The download as the reader sees it: a failure while reading becomes a DocexError naming the
+ * operation (a got error carries its options, Authorization header included), and a reader that
+ * stops early releases the connection and the queue slot.
+ */
+async function* guardedBody(stream: Readable, request: TransportRequest): AsyncGenerator<Uint8Array> {
+  try {
+    for await (const chunk of stream) yield chunk as Uint8Array;
+  } catch (error) {
+    const e = toTransportError(error, request.signal);
+    if (e.kind === 'abort')
+      throw new DocexAbortError(request.operation, 'aborted while downloading', {
+        cause: request.signal?.reason,
+      });
+    const Class = e.kind === 'timeout' ? DocexTimeoutError : DocexConnectionError;
+    throw new Class(request.operation, `download interrupted: ${e.message}`, e.code);
+  } finally {
+    stream.destroy();
+  }
+}
+
+async function readText(stream: AsyncIterable<Buffer | string>): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** JSON when it parses, the text otherwise ('' for an empty body). */
+function parseBody(text: string): unknown {
+  if (text.trim() === '') return '';
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Sizes of the files to upload; a path that is not a readable file is the caller's mistake. */
+async function fileSizes(
+  plan: MultipartPlan,
+  operation: string,
+): Promise<(file: FileInput) => number | undefined> {
+  const sizes = new Map<FileInput, number | undefined>();
+  for (const segment of plan.segments) {
+    if (segment instanceof Uint8Array) continue;
+    const file = segment.file;
+    if ('path' in file) {
+      const info = await stat(file.path).catch((error: NodeJS.ErrnoException) => {
+        throw new DocexInputError(
+          operation,
+          `cannot read file "${file.path}" (${error.code ?? error.message})`,
+        );
+      });
+      if (!info.isFile()) throw new DocexInputError(operation, `"${file.path}" is not a file`);
+      sizes.set(file, info.size);
+    } else {
+      sizes.set(file, 'data' in file ? file.data.byteLength : file.size);
+    }
+  }
+  return (file) => sizes.get(file);
+}
+
+const CHUNK_BYTES = 256 * 1024;
+const POOL_CHUNKS = 8;
+
+/**
+ * Writes a multipart body into the request stream. File bytes are read into a pool of 8 buffers of
+ * 256 KB that are reused once the socket has taken them (the write callback), so a 1 GB upload
+ * allocates 2 MB instead of 1 GB of short-lived buffers that V8 would only reclaim in 64 MB steps.
+ * Back-pressure is honoured; when the request dies, the writer stops and closes its file.
+ */
+async function writeMultipart(
+  stream: Duplex,
+  plan: MultipartPlan,
+  sizeOf: (file: FileInput) => number | undefined,
+): Promise<void> {
+  let closed = false;
+  // A reset can surface as 'error' before (or, under load, long before) 'close': either one stops the writer.
+  const closedSignal = new Promise<void>((resolve) => {
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  }).then(() => {
+    closed = true;
+    wake?.();
+  });
+  const pool: Buffer[] = [];
+  let allocated = 0;
+  let wake: (() => void) | undefined;
+  const release = (buffer: Buffer) => {
+    pool.push(buffer);
+    wake?.();
+  };
+  const take = async (): Promise<Buffer | undefined> => {
+    while (pool.length === 0 && allocated >= POOL_CHUNKS && !closed) {
+      await Promise.race([new Promise<void>((resolve) => (wake = resolve)), closedSignal]);
+    }
+    if (closed) return undefined;
+    if (pool.length > 0) return pool.pop();
+    allocated++;
+    return Buffer.allocUnsafe(CHUNK_BYTES);
+  };
+  /** false once the request is gone. */
+  const write = async (chunk: Uint8Array, done?: () => void): Promise<boolean> => {
+    if (closed || stream.destroyed) return false;
+    if (!stream.write(chunk, () => done?.())) {
+      await Promise.race([new Promise<void>((resolve) => stream.once('drain', resolve)), closedSignal]);
+    }
+    return !closed && !stream.destroyed;
+  };
+
+  try {
+    for (const segment of plan.segments) {
+      if (segment instanceof Uint8Array) {
+        if (!(await write(segment))) return;
+      } else if ('data' in segment.file) {
+        if (!(await write(segment.file.data))) return;
+      } else if ('stream' in segment.file) {
+        for await (const chunk of segment.file.stream) if (!(await write(chunk))) return;
+      } else {
+        const size = sizeOf(segment.file) ?? 0;
+        const handle = await open(segment.file.path, 'r');
+        try {
+          for (let position = 0; position < size;) {
+            const buffer = await take();
+            if (!buffer) return;
+            const { bytesRead } = await handle.read(
+              buffer,
+              0,
+              Math.min(CHUNK_BYTES, size - position),
+              position,
+            );
+            if (bytesRead === 0) throw new Error(`${segment.file.path} shrank while it was being uploaded`);
+            position += bytesRead;
+            if (!(await write(buffer.subarray(0, bytesRead), () => release(buffer)))) return;
+          }
+        } finally {
+          await handle.close();
+        }
+      }
+    }
+    if (!closed && !stream.destroyed) stream.end();
+  } catch (error) {
+    stream.destroy(error as Error);
+  }
+}
+
+/** No got error object escapes: its options carry the Authorization header. */
+function toTransportError(error: unknown, signal: AbortSignal | undefined): TransportError {
+  if (error instanceof TransportError) return error;
+  const e = error as { name?: string; code?: string; message?: string };
+  const message = (e.message ?? String(error)).replace(/Bearer\s+\S+/gi, 'Bearer [REDACTED]');
+  if (signal?.aborted || e.name === 'AbortError' || e.code === 'ERR_ABORTED') {
+    return new TransportError('abort', 'aborted', { code: e.code, requestSent: true });
+  }
+  if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') {
+    return new TransportError('timeout', message, { code: e.code, requestSent: true });
+  }
+  return new TransportError('connection', message, {
+    code: e.code,
+    requestSent: !(e.code && NOT_SENT_CODES.has(e.code)),
+  });
+}

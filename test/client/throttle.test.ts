@@ -1,0 +1,145 @@
+/**
+ * Throttling, measured at a local server: requests in flight (counted by the server between the
+ * request's arrival and the end of its answer) and arrival times. The assertions are on the limits,
+ * not on how long anything took.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { afterEach, describe, expect, test } from 'vitest';
+import { readAll } from '../../shared/src/core/index.ts';
+import { bytes, localServer, nodeClient, type LocalServer } from './helpers.ts';
+
+interface Stats {
+  inFlight: number;
+  maxInFlight: number;
+  arrivals: number[];
+  paths: string[];
+}
+
+const servers: LocalServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** A server that holds every answer for `holdMs` and counts what is in flight. */
+async function countingServer(holdMs: number) {
+  const stats: Stats = { inFlight: 0, maxInFlight: 0, arrivals: [], paths: [] };
+  const s = await localServer((req: IncomingMessage, res: ServerResponse) => {
+    stats.arrivals.push(performance.now());
+    stats.paths.push(req.url!.split('?')[0]!);
+    stats.inFlight++;
+    stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
+    req.resume();
+    req.on('end', () => {
+      setTimeout(() => {
+        const path = req.url!;
+        const body = path.includes('fetch_file')
+          ? 'x'.repeat(1000)
+          : path.includes('fetch_tasks_results')
+            ? JSON.stringify({ status: 'DONE', status_message: '' })
+            : path.includes('upload_file')
+              ? JSON.stringify({ task_id: 't' })
+              : JSON.stringify({ id: 1 });
+        res.on('finish', () => stats.inFlight--);
+        res.end(body);
+      }, holdMs);
+    });
+  });
+  servers.push(s);
+  return { url: s.url, stats };
+}
+
+/** The most arrivals inside any window of `windowMs` (sliding over every arrival). */
+function maxInWindow(arrivals: number[], windowMs: number): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  let max = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[i]! - sorted[j]! >= windowMs) j++;
+    max = Math.max(max, i - j + 1);
+  }
+  return max;
+}
+
+describe('concurrency', () => {
+  test('never more requests in flight than `concurrency`, across every kind of call of one client', async () => {
+    const { url, stats } = await countingServer(25);
+    const client = nodeClient({ baseUrl: url, concurrency: 3 });
+    const calls: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 6; i++) {
+      calls.push(client.fetchFolder({ folder_id: i + 1 }));
+      calls.push(client.call('update_folder', { folder_id: i + 1, name: 'n' }));
+      calls.push(client.uploadFile({ files: [{ data: bytes('x'.repeat(1000)), fileName: 'a.pdf' }] }));
+      calls.push(client.fetchFile({ document_id: i + 1 }).then((f) => readAll(f.body)));
+      calls.push(client.waitForTask(`t-${i}`));
+    }
+    await Promise.all(calls);
+    expect(stats.arrivals).toHaveLength(30);
+    expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    expect(stats.maxInFlight).toBe(3); // the limit was reached, so the check above means something
+  });
+
+  test('a download holds its slot until its body is read', async () => {
+    const { url, stats } = await countingServer(0);
+    const client = nodeClient({ baseUrl: url, concurrency: 1 });
+    const file = await client.fetchFile({ document_id: 1 });
+    let second = false;
+    const next = client.fetchFolder({ folder_id: 1 }).then(() => (second = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stats.arrivals).toHaveLength(1);
+    expect(second).toBe(false);
+    expect((await readAll(file.body)).byteLength).toBe(1000);
+    await next;
+    expect(stats.arrivals).toHaveLength(2);
+  });
+
+  test('a reader that stops early frees the slot too', async () => {
+    const { url } = await countingServer(0);
+    const client = nodeClient({ baseUrl: url, concurrency: 1 });
+    const file = await client.fetchFile({ document_id: 1 });
+    for await (const chunk of file.body) {
+      expect(chunk.byteLength).toBeGreaterThan(0);
+      break;
+    }
+    await expect(client.fetchFolder({ folder_id: 1 })).resolves.toMatchObject({ id: 1 });
+  });
+
+  test('two clients have separate queues', async () => {
+    const { url, stats } = await countingServer(25);
+    const a = nodeClient({ baseUrl: url, concurrency: 1 });
+    const b = nodeClient({ baseUrl: url, concurrency: 1 });
+    await Promise.all(
+      [1, 2, 3, 4].flatMap((i) => [a.fetchFolder({ folder_id: i }), b.fetchFolder({ folder_id: i })]),
+    );
+    expect(stats.maxInFlight).toBe(2);
+  });
+});
+
+describe('intervalCap', () => {
+  test('never more than intervalCap requests start in any intervalMs, a sliding window', async () => {
+    const { url, stats } = await countingServer(0);
+    const intervalMs = 250;
+    const client = nodeClient({ baseUrl: url, concurrency: 10, intervalCap: 2, intervalMs });
+    const started = performance.now();
+    await Promise.all([
+      ...[1, 2, 3].map((i) => client.fetchFolder({ folder_id: i })),
+      ...[1, 2].map((i) => client.fetchFile({ document_id: i }).then((f) => readAll(f.body))),
+      client.uploadFile({ files: [{ data: bytes('x'), fileName: 'a.pdf' }] }),
+      client.waitForTask('t'),
+    ]);
+    expect(stats.arrivals).toHaveLength(7);
+    // Arrival times at the server jitter by a few ms against the client's start times; 20 ms of slack
+    // keeps the check about the limit, not the clock. A fixed-window limiter lets 4 through around a
+    // window boundary and fails this.
+    expect(maxInWindow(stats.arrivals, intervalMs - 20)).toBeLessThanOrEqual(2);
+    expect(maxInWindow(stats.arrivals, intervalMs - 20)).toBe(2);
+    // 7 requests at 2 per window need at least 3 full windows
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3 * intervalMs - 20);
+  });
+
+  test('intervalCap and concurrency together', async () => {
+    const { url, stats } = await countingServer(40);
+    const client = nodeClient({ baseUrl: url, concurrency: 2, intervalCap: 3, intervalMs: 100 });
+    await Promise.all(Array.from({ length: 12 }, (_, i) => client.fetchFolder({ folder_id: i + 1 })));
+    expect(stats.maxInFlight).toBeLessThanOrEqual(2);
+    expect(maxInWindow(stats.arrivals, 80)).toBeLessThanOrEqual(3);
+  });
+});
