@@ -1,0 +1,178 @@
+/** The fastify app: auth, fault injection, statistics, error shapes, and the route modules. */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Faults, StatsRecorder } from './faults.ts';
+import type { Company, World } from './state.ts';
+import { ValidationFailed } from './validation.ts';
+import { registerCatalog } from './routes/catalog.ts';
+import { registerTasks } from './routes/tasks.ts';
+import { registerDocuments } from './routes/documents.ts';
+import { registerControls } from './routes/controls.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    company: Company;
+  }
+  interface FastifyContextConfig {
+    operation?: string;
+  }
+}
+
+export interface Ctx {
+  world: World;
+  faults: Faults;
+  stats: StatsRecorder;
+  taskDelayMs: number;
+  timers: Set<NodeJS.Timeout>;
+  now: () => number;
+  /** Runs `fn` after the task delay (immediately scheduled; cleared on stop). */
+  later: (fn: () => void) => void;
+}
+
+/** An answer other than 200, with its JSON body. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers: Record<string, string>;
+  constructor(status: number, body: unknown, headers: Record<string, string> = {}) {
+    super(
+      typeof body === 'object' && body && 'detail' in body
+        ? String((body as { detail: unknown }).detail)
+        : `HTTP ${status}`,
+    );
+    this.status = status;
+    this.body = body;
+    this.headers = headers;
+  }
+}
+
+export const notFound = (what: string, id: unknown) =>
+  new HttpError(404, { detail: `${what} ${String(id)} not found` });
+
+/** The resource if it exists and belongs to the caller's company; 404 otherwise (existence is not revealed). */
+export function owned<T extends { companyId: number }>(
+  map: Map<number, T> | Map<string, T>,
+  id: number | string,
+  company: Company,
+  what: string,
+): T {
+  const item = (map as Map<number | string, T>).get(id);
+  if (!item || item.companyId !== company.id) throw notFound(what, id);
+  return item;
+}
+
+export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
+
+export function buildApp(ctx: Ctx, options: { controls: boolean; logger: boolean }): FastifyInstance {
+  const app = Fastify({
+    logger: options.logger,
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 64 * 1024 * 1024,
+    forceCloseConnections: true,
+  });
+
+  app.register(multipart, { limits: { fileSize: 4 * 1024 * 1024 * 1024, files: 1000, fields: 100 } });
+
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(
+        new ValidationFailed([
+          {
+            type: 'json_invalid',
+            loc: ['body', 0],
+            msg: 'JSON decode error',
+            input: {},
+            ctx: { error: (error as Error).message },
+          },
+        ]),
+        undefined,
+      );
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    const operation = request.routeOptions.config.operation;
+    if (!operation) return;
+    const arrivedInLastSecond = ctx.stats.arrive(operation, ctx.now());
+    reply.raw.once('close', () => ctx.stats.leave());
+    const f = ctx.faults;
+    if (f.applies(operation)) {
+      const latency = f.latency();
+      if (latency > 0) await delay(latency);
+      if (f.roll(f.config.dropRate)) {
+        request.raw.socket.destroy();
+        return reply.hijack();
+      }
+      const limit = f.config.rateLimit;
+      if (limit && arrivedInLastSecond > limit.perSecond) {
+        throw new HttpError(
+          429,
+          { detail: 'Too many requests' },
+          { 'retry-after': String(limit.retryAfterSeconds ?? 1) },
+        );
+      }
+      if (f.roll(f.config.errorRate)) {
+        const status = f.pickStatus();
+        throw new HttpError(status, { detail: `Injected fault (${status})` });
+      }
+      const max = f.config.maxUploadBytes;
+      if (
+        max !== undefined &&
+        operation === 'upload_file' &&
+        Number(request.headers['content-length'] ?? 0) > max
+      ) {
+        throw new HttpError(413, { detail: `Upload larger than ${max} bytes` });
+      }
+    }
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
+    if (!match) throw new HttpError(401, { detail: 'Not authenticated' }, { 'www-authenticate': 'Bearer' });
+    const company = ctx.world.companyByKey(match[1]!);
+    if (!company) throw new HttpError(401, { detail: 'Invalid API key' }, { 'www-authenticate': 'Bearer' });
+    request.company = company;
+  });
+
+  app.addHook('onResponse', async (request) => {
+    if (request.method !== 'GET' && request.routeOptions.config.operation) ctx.world.save();
+  });
+
+  app.setErrorHandler((error: unknown, _request, reply) => {
+    if (error instanceof ValidationFailed) return reply.status(422).send({ detail: error.detail });
+    if (error instanceof HttpError) return reply.status(error.status).headers(error.headers).send(error.body);
+    const e = error as { statusCode?: number; code?: string; message?: string };
+    if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413)
+      return reply.status(413).send({ detail: 'Upload too large' });
+    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return reply.status(415).send({ detail: e.message });
+    if (e.statusCode && e.statusCode < 500) return reply.status(e.statusCode).send({ detail: e.message });
+    app.log.error(error);
+    return reply.status(500).send({ detail: 'Internal Server Error' });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.status(404).send({ detail: 'Not Found' }));
+
+  registerCatalog(app, ctx);
+  registerTasks(app, ctx);
+  registerDocuments(app, ctx);
+  if (options.controls) registerControls(app, ctx);
+  return app;
+}
+
+/** Registers a public operation under its API name (paths work with and without the trailing slash). */
+export function route(
+  app: FastifyInstance,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  operation: string,
+  handler: Handler,
+) {
+  app.route({
+    method,
+    url,
+    config: { operation },
+    handler: async (request, reply) => handler(request, reply),
+  });
+}

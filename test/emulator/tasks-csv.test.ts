@@ -1,0 +1,164 @@
+/** Task rules, uploads, extraction, and the four CSV upload rules. */
+import { deflateSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalog, form, openApi, upload, type Api } from './helpers.ts';
+
+let api: Api;
+beforeAll(async () => {
+  api = await openApi();
+});
+afterAll(async () => api.emu.stop());
+
+function pdf(lines: string[]): Uint8Array {
+  const content = deflateSync(Buffer.from(['BT', ...lines.map((l) => `(${l}) Tj T*`), 'ET'].join('\n')));
+  const head = Buffer.from(
+    `%PDF-1.4\n1 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`,
+  );
+  return Buffer.concat([head, content, Buffer.from('\nendstream\nendobj\n%%EOF\n')]);
+}
+
+describe('tasks', () => {
+  it('IN PROGRESS, then DONE with the extraction; several files: a parent with child_task_ids', async () => {
+    const { template } = await catalog(api);
+    const first = await api.call('POST', `/v1/upload_file/?template_id=${template.id}`, {
+      form: form([['p.txt', 'Invoice number: P']]),
+    });
+    expect(
+      (await api.call('GET', `/v1/fetch_tasks_results/?task_id=${first.body.task_id}`)).body.status,
+    ).toBe('IN PROGRESS');
+    const many = await upload(api, `?template_id=${template.id}`, [
+      ['a.txt', 'Invoice number: A'],
+      ['b.txt', 'Invoice number: B'],
+    ]);
+    expect(many.answer.child_task_ids).toHaveLength(2);
+    expect(many.results.map((r) => r.status)).toEqual(['DONE', 'DONE']);
+    const parent = (await api.call('GET', `/v1/fetch_tasks_results/?task_id=${many.answer.task_id}`)).body;
+    expect(parent).toMatchObject({ status: 'DONE', child_task_ids: many.answer.child_task_ids });
+  });
+
+  it('DUPLICATE for the same bytes in the same company (not in another); FAILED for empty or unreadable files', async () => {
+    const { template } = await catalog(api);
+    const a = await upload(api, `?template_id=${template.id}`, [['d.txt', 'dup bytes']]);
+    const b = await upload(api, `?template_id=${template.id}`, [['d2.txt', 'dup bytes']]);
+    expect(b.results[0]).toMatchObject({ status: 'DUPLICATE', document_id: a.results[0].document_id });
+    const other = await upload(
+      api,
+      `?template_id=${(await catalog(api, api.B)).template.id}`,
+      [['d.txt', 'dup bytes']],
+      api.B,
+    );
+    expect(other.results[0].status).toBe('DONE');
+    const bad = await upload(api, `?template_id=${template.id}`, [
+      ['e.pdf', ''],
+      ['bin.dat', new Uint8Array([0, 159, 146, 150, 0])],
+    ]);
+    expect(bad.results.map((r) => [r.status, r.status_message])).toEqual([
+      ['FAILED', 'Empty file'],
+      ['FAILED', expect.stringContaining('Unreadable')],
+    ]);
+  });
+
+  it('task rule 1: a task not DONE cannot be resolved by the batch fetch (TASK_NOT_DONE)', async () => {
+    const { template } = await catalog(api);
+    const t = await api.call('POST', `/v1/upload_file/?template_id=${template.id}`, {
+      form: form([['n.txt', 'not yet']]),
+    });
+    const r = await api.call('POST', '/v1/fetch_files_batch/', { json: { task_ids: [t.body.task_id] } });
+    expect(r.body.error_code).toBe('TASK_NOT_DONE');
+  });
+
+  it('extraction: Label: value, line items by position, EU/US locales, synthetic values, PDF text runs', async () => {
+    const eu = await catalog(api, api.A, { number_locale: 'EU', date_locale: 'EU' });
+    const us = await catalog(api, api.A, { number_locale: 'US', date_locale: 'US' });
+    const text =
+      'Invoice number: INV-9\nTotal: 1.234,50\nInvoice date: 03/04/2026\nDescription | Amount\nWidget | 12,00\nGadget | 3,50\n';
+    const e = (await upload(api, `?template_id=${eu.template.id}`, [['eu.txt', text]])).results[0];
+    expect(e.General_fields['Invoice number']).toEqual({ value: 'INV-9', confidence: 0.95 });
+    expect(e.General_fields.Total.value).toBe(1234.5);
+    expect(e.General_fields['Invoice date'].value).toBe('2026-04-03');
+    expect(e.Line_fields.Description.map((x: { value: string }) => x.value)).toEqual(['Widget', 'Gadget']);
+    expect(e.Line_fields.Amount.map((x: { value: number }) => x.value)).toEqual([12, 3.5]);
+    const u = (
+      await upload(api, `?template_id=${us.template.id}`, [
+        ['us.txt', 'Total: 1,234.50\nInvoice date: 03/04/2026\n'],
+      ])
+    ).results[0];
+    expect(u.General_fields.Total.value).toBe(1234.5);
+    expect(u.General_fields['Invoice date'].value).toBe('2026-03-04');
+    expect(u.General_fields['Invoice number']).toEqual({ value: '', confidence: 0.1 });
+    const p = (
+      await upload(api, `?template_id=${eu.template.id}`, [
+        ['scan.pdf', pdf(['Invoice number: PDF-7', 'Total: 9,90'])],
+      ])
+    ).results[0];
+    expect(p.General_fields['Invoice number'].value).toBe('PDF-7');
+    expect(p.Fraud_verdict).toMatch(/_RISK$/);
+    expect(typeof p.Fraud_score).toBe('number');
+  });
+});
+
+describe('CSV upload to a datatable match agent', () => {
+  const csv = (text: string, name = 'table.csv') => form([[name, text]], 'file');
+  it('with_agents creates a datatable_match agent; a CSV is accepted', async () => {
+    const { folder } = await catalog(api);
+    const t = (
+      await api.call('POST', '/v1/create_template/?with_agents=true', {
+        json: { folder_id: folder.id, name: 'with agent' },
+      })
+    ).body;
+    expect(t.agent_ids).toHaveLength(1);
+    const r = await api.call('POST', `/v1/datatable_match_agents/${t.agent_ids[0]}/upload_csv/`, {
+      form: csv('code,label\nA,1\nB,2\n'),
+    });
+    expect(r.body).toMatchObject({ agent_id: t.agent_ids[0], rows: 2, columns: ['code', 'label'] });
+  });
+  it('1. the agent must be of type datatable_match', async () => {
+    const { template } = await catalog(api);
+    const agent = api.emu.createAgent(api.A, { type: 'classifier', templateIds: [template.id] });
+    expect(
+      (await api.call('POST', `/v1/datatable_match_agents/${agent.id}/upload_csv/`, { form: csv('a\n1\n') }))
+        .status,
+    ).toBe(400);
+  });
+  it('2. the agent must be linked to exactly one template', async () => {
+    const a = await catalog(api);
+    const b = await catalog(api);
+    const two = api.emu.createAgent(api.A, { templateIds: [a.template.id, b.template.id] });
+    const none = api.emu.createAgent(api.A, { templateIds: [] });
+    for (const agent of [two, none])
+      expect(
+        (
+          await api.call('POST', `/v1/datatable_match_agents/${agent.id}/upload_csv/`, {
+            form: csv('a\n1\n'),
+          })
+        ).status,
+      ).toBe(400);
+  });
+  it('3–4. active status preserved; documents already extracted are not flagged for rerun; non-CSV refused', async () => {
+    const { template } = await catalog(api);
+    const agent = api.emu.createAgent(api.A, { templateIds: [template.id], active: false });
+    const doc = (await upload(api, `?template_id=${template.id}`, [['x.txt', 'Invoice number: X']]))
+      .results[0].document_id;
+    expect(
+      (
+        await api.call('POST', `/v1/datatable_match_agents/${agent.id}/upload_csv/`, {
+          form: csv('k,v\n1,2\n'),
+        })
+      ).status,
+    ).toBe(200);
+    expect(api.emu.agent(agent.id)!.active).toBe(false);
+    expect((await api.call('POST', '/v1/rerun_documents/', { json: { doc_ids: [doc] } })).body.rerun).toBe(0);
+    const png = await api.call('POST', `/v1/datatable_match_agents/${agent.id}/upload_csv/`, {
+      form: form([['img.png', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0])]], 'file'),
+    });
+    expect(png.status).toBe(422);
+    expect(
+      (
+        await api.call('POST', `/v1/datatable_match_agents/${agent.id}/upload_csv/`, {
+          form: csv('a\n1\n'),
+          key: api.B,
+        })
+      ).status,
+    ).toBe(404);
+  });
+});
