@@ -1,0 +1,94 @@
+/** `docex-sync run`: watchers, pipeline, pulls, scheduled reruns and the HTTP listener, stopped cleanly. */
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
+import type { DocexClient } from '../../shared/src/core/index.ts';
+import type { Config } from './config.ts';
+import { startHttp } from './http.ts';
+import { createMetrics } from './metrics.ts';
+import { Pipeline } from './pipeline.ts';
+import { pullOnce } from './pull.ts';
+import { runRerun } from './reruns.ts';
+import { StateDb } from './state.ts';
+import { FolderWatcher } from './watcher.ts';
+
+export interface RunningDaemon {
+  db: StateDb;
+  pipeline: Pipeline;
+  http: Server | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(
+  config: Config,
+  client: DocexClient,
+  log: Logger,
+  options: { tickMs?: number } = {},
+): Promise<RunningDaemon> {
+  const db = new StateDb(config.state_db);
+  db.abandonRunningReruns(Date.now());
+  const metrics = createMetrics(db);
+  const pipeline = new Pipeline({ db, client, config, log, metrics });
+  pipeline.recover();
+  for (const w of config.watch) {
+    for (const dir of [w.path, w.output, w.failed_dir, w.processed_dir])
+      if (dir) await mkdir(dir, { recursive: true });
+  }
+  const watchers = config.watch.map(
+    (w) => new FolderWatcher(w, (...args) => pipeline.candidate(...args), log),
+  );
+  for (const watcher of watchers) await watcher.start();
+  pipeline.start(options.tickMs);
+
+  const tasks: ScheduledTask[] = [];
+  let pulling = false;
+  if (config.pull) {
+    await mkdir(config.pull.output, { recursive: true });
+    tasks.push(
+      cron.schedule(config.pull.schedule, async () => {
+        if (pulling) return;
+        pulling = true;
+        await pullOnce({ db, client, config, log, metrics })
+          .catch((error: unknown) =>
+            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move'),
+          )
+          .finally(() => (pulling = false));
+      }),
+    );
+  }
+  for (const job of config.reruns) {
+    tasks.push(
+      cron.schedule(
+        job.schedule,
+        () =>
+          void runRerun({ db, client, log }, job).catch((error: unknown) =>
+            log.error({ rerun: job.name, err: (error as Error).message }, 'rerun failed'),
+          ),
+      ),
+    );
+  }
+  const http = config.http ? await startHttp(config.http.host, config.http.port, db, metrics) : undefined;
+  log.info(
+    {
+      folders: config.watch.map((w) => w.path),
+      http: config.http ? `${config.http.host}:${config.http.port}` : undefined,
+    },
+    'docex-sync running',
+  );
+
+  return {
+    db,
+    pipeline,
+    http,
+    async stop() {
+      log.info('stopping: no new uploads; waiting for work in flight');
+      for (const t of tasks) await t.stop();
+      for (const w of watchers) await w.stop();
+      await pipeline.stop();
+      await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
+      db.close();
+      log.info('stopped');
+    },
+  };
+}

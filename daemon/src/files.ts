@@ -1,0 +1,79 @@
+/** File-system helpers: ignore rules, atomic writes, moves that never leave their folder. */
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { safeFileName } from '../../shared/src/core/index.ts';
+import { globToRegExp, type WatchConfig } from './config.ts';
+
+const IGNORED_NAMES = [
+  /^\./,
+  /^~\$/,
+  /^thumbs\.db$/i,
+  /^desktop\.ini$/i,
+  /\.(part|tmp|temp|crdownload|download|partial|swp)$/i,
+  /~$/,
+  /\.error\.json$/i,
+];
+
+/** Temporary, system and hidden files, and what the folder's include/exclude patterns leave out. */
+export function isIgnored(watch: WatchConfig, rel: string): boolean {
+  const parts = rel.split(/[\\/]/);
+  if (parts.some((p) => IGNORED_NAMES.some((re) => re.test(p)))) return true;
+  const unixRel = parts.join('/');
+  if (watch.exclude.some((g) => globToRegExp(g).test(unixRel))) return true;
+  return watch.include.length > 0 && !watch.include.some((g) => globToRegExp(g).test(unixRel));
+}
+
+/** `child` resolved inside `dir`, or an error: nothing may be written outside the configured folders. */
+export function inside(dir: string, child: string): string {
+  const target = resolve(dir, child);
+  const rel = relative(resolve(dir), target);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel))
+    throw new Error(`refusing to write outside ${dir}: ${child}`);
+  return target;
+}
+
+/** Writes through a temp file and a rename, so a reader never sees half a file. */
+export async function writeAtomic(path: string, data: string | Uint8Array) {
+  await mkdir(dirname(path), { recursive: true });
+  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    await writeFile(temp, data, { flag: 'wx' });
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
+
+/** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... */
+export async function freeTarget(dir: string, rel: string): Promise<string> {
+  const parts = rel.split(/[\\/]/).map((p) => safeFileName(p));
+  const wanted = inside(dir, parts.join(sep));
+  const ext = extname(wanted);
+  const stem = wanted.slice(0, wanted.length - ext.length);
+  for (let n = 1; ; n++) {
+    const candidate = n === 1 ? wanted : `${stem} (${n})${ext}`;
+    if (!(await exists(candidate))) return candidate;
+  }
+}
+
+/** rename, or copy + delete across file systems. Returns the new path. */
+export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
+  const target = await freeTarget(dir, rel);
+  await mkdir(dirname(target), { recursive: true });
+  try {
+    await rename(source, target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    await copyFile(source, target);
+    await rm(source);
+  }
+  return target;
+}

@@ -1,0 +1,306 @@
+/** The daemon as a real process (crash, restart, graceful stop), the CLI, pulls, reruns and config errors. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, writeFile, appendFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createNodeClient } from '../../shared/src/node/index.ts';
+import { ConfigError, loadConfig } from '../../daemon/src/config.ts';
+import { createLogger } from '../../daemon/src/logging.ts';
+import { pullOnce } from '../../daemon/src/pull.ts';
+import { runRerun } from '../../daemon/src/reruns.ts';
+import { StateDb } from '../../daemon/src/state.ts';
+import { makeWorld, SECRET, until, invoice, type World } from './helpers.ts';
+
+const cli = join(import.meta.dirname, '../../daemon/src/cli.ts');
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+let world: World;
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  await world?.cleanup();
+});
+
+function runCli(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [cli, ...args], {
+    env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+  return { child, exited, output: () => output };
+}
+
+const stateOf = (world: World, name: string) => {
+  try {
+    const db = new Database(join(world.dir, 'state', 'sync.db'), { readonly: true, fileMustExist: true });
+    try {
+      return (
+        db.prepare('SELECT state FROM files WHERE path LIKE ? ORDER BY id DESC').get(`%${name}`) as
+          { state: string } | undefined
+      )?.state;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return undefined;
+  }
+};
+
+describe('docex-sync as a process', () => {
+  it('killed with SIGKILL while a task is in flight, it resumes polling after a restart and never uploads again', async () => {
+    world = await makeWorld({ taskDelayMs: 1500 });
+    await writeFile(join(world.dir, 'inbox', 'crash.txt'), invoice('C-1'));
+    const first = runCli(['run', '--config', world.configFile]);
+    await until('uploaded', () => stateOf(world, 'crash.txt') === 'uploaded', 20_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = runCli(['run', '--config', world.configFile]);
+    await until('archived after restart', () => stateOf(world, 'crash.txt') === 'archived', 20_000);
+    expect(world.emulator.stats().uploadsByHash[sha(invoice('C-1'))]).toBe(1);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('killed while a file is still being written, it picks the file up whole after a restart', async () => {
+    world = await makeWorld();
+    const path = join(world.dir, 'inbox', 'partial.txt');
+    await writeFile(path, 'Invoice number: P-1\n');
+    const first = runCli(['run', '--config', world.configFile]);
+    await until('discovered', () => stateOf(world, 'partial.txt') === 'discovered', 20_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await appendFile(path, 'Total: 3,00\n');
+    const second = runCli(['run', '--config', world.configFile]);
+    await until('archived', () => stateOf(world, 'partial.txt') === 'archived', 20_000);
+    expect(Object.keys(world.emulator.stats().uploadsByHash)).toEqual([
+      sha('Invoice number: P-1\nTotal: 3,00\n'),
+    ]);
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('status reports counts and errors; check validates config and key; exit codes are the documented ones', async () => {
+    world = await makeWorld();
+    await writeFile(join(world.dir, 'inbox', 'ok.txt'), invoice('S-1'));
+    await writeFile(join(world.dir, 'inbox', 'empty.txt'), '');
+    const run = runCli(['run', '--config', world.configFile]);
+    await until(
+      'both finished',
+      () => stateOf(world, 'ok.txt') === 'archived' && stateOf(world, 'empty.txt') === 'failed',
+      20_000,
+    );
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+
+    const status = runCli(['status', '--config', world.configFile, '--json']);
+    expect(await status.exited).toBe(0);
+    const report = JSON.parse(status.output());
+    expect(report.files).toMatchObject({ archived: 1, failed: 1 });
+    expect(report.last_errors[0].reason).toContain('Empty file');
+
+    const check = runCli(['check', '--config', world.configFile]);
+    expect(await check.exited).toBe(0);
+    const badKey = runCli(['check', '--config', world.configFile], { DOCEX_API_KEY: 'wrong' });
+    expect(await badKey.exited).toBe(3);
+    expect(badKey.output()).not.toContain('    at ');
+    const noKey = runCli(['check', '--config', world.configFile], { DOCEX_API_KEY: '' });
+    expect(await noKey.exited).toBe(2);
+    expect(noKey.output()).toContain('DOCEX_API_KEY');
+    const usage = runCli(['frobnicate']);
+    expect(await usage.exited).toBe(2);
+  });
+
+  it('retry puts failed files back into the watched folder', async () => {
+    world = await makeWorld();
+    await writeFile(join(world.dir, 'inbox', 'later.txt'), '');
+    const run = runCli(['run', '--config', world.configFile]);
+    await until('failed', () => stateOf(world, 'later.txt') === 'failed', 20_000);
+    run.child.kill('SIGTERM');
+    await run.exited;
+    await until('moved', async () =>
+      (await readdir(join(world.dir, 'failed'))).includes('later.txt.error.json'),
+    );
+    const retry = runCli(['retry', '--config', world.configFile]);
+    expect(await retry.exited).toBe(0);
+    expect(await readdir(join(world.dir, 'inbox'))).toEqual(['later.txt']);
+    expect(await readdir(join(world.dir, 'failed'))).toEqual([]);
+  });
+});
+
+describe('pull and reruns', () => {
+  const setup = async () => {
+    world = await makeWorld({
+      extraYaml: 'pull: { schedule: "*/5 * * * *", output: ./pulled, overlap_ms: 1000 }',
+    });
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    const up = await client.uploadAndWait(
+      {
+        files: ['1', '2', '3'].map((n) => ({
+          data: new TextEncoder().encode(invoice(n)),
+          fileName: `${n}.txt`,
+        })),
+        template_id: world.templateId,
+      },
+      { intervalMs: 20 },
+    );
+    const db = new StateDb(world.config().state_db);
+    const log = createLogger('warn', {
+      pretty: false,
+      destination: { write: () => true } as unknown as NodeJS.WritableStream,
+    });
+    return { client, db, log, docIds: up.tasks.map((t) => t.document_id!) };
+  };
+
+  it('pull writes changed documents, moves the cursor only after success, and overlaps the boundary', async () => {
+    const { client, db, log, docIds } = await setup();
+    const config = {
+      ...world.config(),
+      pull: { ...world.config().pull!, since: new Date(Date.now() - 3_600_000).toISOString() },
+    };
+    world.emulator.faults.set({ errorRate: 1, statuses: [500], operations: ['fetch_document_data'] });
+    await expect(pullOnce({ db, client, config, log })).rejects.toThrow();
+    expect(db.getValue('pull.cursor')).toBeUndefined();
+    world.emulator.faults.clear();
+
+    const first = await pullOnce({ db, client, config, log });
+    expect(first.documents).toBe(3);
+    expect((await readdir(join(world.dir, 'pulled'))).sort()).toEqual(
+      docIds.map((id) => `document-${id}.json`).sort(),
+    );
+    const cursor = Number(db.getValue('pull.cursor'));
+    expect(cursor).toBeGreaterThan(Date.now() - 10_000);
+    const doc = JSON.parse(await readFile(join(world.dir, 'pulled', `document-${docIds[0]}.json`), 'utf8'));
+    expect(doc.document.document_id).toBe(docIds[0]);
+    db.close();
+  });
+
+  it('reruns: dry-run counts, a real run dispatches and is recorded, overlapping runs are refused', async () => {
+    const { client, db, log } = await setup();
+    const job = { name: 'nightly', template_id: world.templateId, override: true, dry_run: true };
+    expect(await runRerun({ db, client, log }, job)).toMatchObject({ status: 'dry-run', documents: 3 });
+    expect(world.emulator.stats().requestsByOperation.rerun_documents).toBeUndefined();
+
+    const started = db.startRerun('nightly', false, true, Date.now());
+    expect(await runRerun({ db, client, log }, { ...job, dry_run: false })).toMatchObject({
+      status: 'skipped',
+    });
+    db.finishRerun(
+      started!,
+      { documents: 0, rerun: 0, not_rerun: 0, errors: [], status: 'done' },
+      Date.now(),
+    );
+
+    expect(await runRerun({ db, client, log }, { ...job, dry_run: false })).toMatchObject({
+      status: 'done',
+      documents: 3,
+      rerun: 3,
+    });
+    expect(await runRerun({ db, client, log }, { ...job, dry_run: false, override: false })).toMatchObject({
+      status: 'done',
+      rerun: 0,
+      not_rerun: 3,
+    });
+    const recorded = db.lastReruns() as Array<{ status: string; rerun: number | null }>;
+    expect(recorded.map((r) => r.status)).toEqual(['done', 'done', 'done', 'dry-run']);
+    db.close();
+  });
+});
+
+describe('config', () => {
+  it('names the file, the key and what is expected; refuses output folders inside the watched folder', async () => {
+    world = await makeWorld();
+    const file = join(world.dir, 'bad.yaml');
+    await writeFile(
+      file,
+      'state_db: x.db\nwatch:\n  - path: ./in\n    template_id: "three"\n    output: ./in/results\n    failed_dir: ./failed\n    processed_dir: ./p\n',
+    );
+    expect(() => loadConfig(file)).toThrow(ConfigError);
+    expect(() => loadConfig(file)).toThrow(
+      /bad\.yaml: invalid config\n {2}watch\[0\]\.template_id: Invalid input: expected number/,
+    );
+    await writeFile(
+      file,
+      'state_db: x.db\nwatch:\n  - path: ./in\n    recursive: true\n    template_id: 3\n    output: ./in/results\n    failed_dir: ./failed\n    processed_dir: ./p\n',
+    );
+    expect(() => loadConfig(file)).toThrow(/watch\[0\]\.output: .* is inside the watched folder/);
+    await writeFile(
+      file,
+      'state_db: x.db\nwatch:\n  - path: ./in\n    recursive: true\n    exclude: ["results/**"]\n    template_id: 3\n    output: ./in/results\n    failed_dir: ./failed\n    processed_dir: ./p\n',
+    );
+    expect(loadConfig(file).watch[0]!.output).toBe(join(world.dir, 'in', 'results'));
+  });
+});
+
+describe('operating it', () => {
+  it('/healthz and /metrics on loopback; names are NFC-normalised in the DB', async () => {
+    world = await makeWorld({ extraYaml: 'http: { port: 0 }' });
+    const daemon = await world.start();
+    const nfd = 'cafe\u0301-receipt.txt';
+    await writeFile(join(world.dir, 'inbox', nfd), invoice('U-1'));
+    await until('archived', () => daemon.db.counts().archived === 1);
+    const address = daemon.http!.address() as { port: number; address: string };
+    expect(address.address).toBe('127.0.0.1');
+    const health = await (await fetch(`http://127.0.0.1:${address.port}/healthz`)).json();
+    expect(health).toMatchObject({ status: 'ok', files: { archived: 1 } });
+    const metrics = await (await fetch(`http://127.0.0.1:${address.port}/metrics`)).text();
+    expect(metrics).toContain('docex_sync_files{state="archived"} 1');
+    expect(metrics).toContain('docex_sync_uploads_total 1');
+    const row = daemon.db.inState('archived')[0]!;
+    expect(row.rel).toBe('caf\u00e9-receipt.txt');
+  });
+});
+
+describe('recovery from the state a crash leaves in each pipeline state', () => {
+  const cases = [
+    { state: 'stable', expectUploads: 1, end: 'archived' },
+    { state: 'uploading', expectUploads: 1, end: 'archived' }, // task id never stored: sent again (documented)
+    { state: 'done', expectUploads: 0, end: 'archived' }, // results written, not yet moved
+    { state: 'failed', expectUploads: 0, end: 'failed' }, // failed, not yet moved to the failed folder
+  ] as const;
+  for (const c of cases) {
+    it(`a row left in "${c.state}" ends "${c.end}" after a restart`, async () => {
+      world = await makeWorld();
+      const content = invoice(`R-${c.state}`);
+      const path = join(world.dir, 'inbox', `${c.state}.txt`);
+      await writeFile(path, content);
+      const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
+      const db = new StateDb(world.config().state_db);
+      const row = db.discover(
+        join(world.dir, 'inbox'),
+        path,
+        `${c.state}.txt`,
+        size,
+        Math.floor(mtimeMs),
+        Date.now(),
+      );
+      db.update(
+        row.id,
+        {
+          state: c.state,
+          sha256: sha(content),
+          document_id: null,
+          ...(c.state === 'failed'
+            ? { reason: 'extraction failed: test', outcome: 'failed', finalized: 0 }
+            : {}),
+        },
+        Date.now(),
+      );
+      db.close();
+      const daemon = await world.start();
+      await until(`ends ${c.end}`, () => {
+        const r = daemon.db.get(row.id)!;
+        return r.state === c.end && (c.end !== 'failed' || r.finalized === 1);
+      });
+      expect(world.emulator.stats().uploadsByHash[sha(content)] ?? 0).toBe(c.expectUploads);
+      const target = c.end === 'archived' ? 'processed' : 'failed';
+      expect(await readdir(join(world.dir, target))).toContain(`${c.state}.txt`);
+      expect(await readdir(join(world.dir, 'inbox'))).toEqual([]);
+    });
+  }
+});
