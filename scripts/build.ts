@@ -1,0 +1,62 @@
+/**
+ * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
+ *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
+ *   daemon  daemon/dist/cli.js, an ESM bundle whose npm dependencies stay external
+ */
+import { build } from 'esbuild';
+import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+
+const targets: Record<string, () => Promise<void>> = {
+  async n8n() {
+    await rm('dist', { recursive: true, force: true });
+    const entries = [
+      'nodes/Docex/Docex.node.ts',
+      'nodes/DocexTrigger/DocexTrigger.node.ts',
+      'credentials/DocexApi.credentials.ts',
+    ].filter((e) => existsSync(e));
+    await build({
+      entryPoints: entries,
+      outdir: 'dist',
+      outbase: '.',
+      bundle: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'cjs',
+      external: ['n8n-workflow'],
+      // zod's JSON-schema generator (bundled, never called) holds the bundle's only console call,
+      // which n8n's scanner refuses (no-console); see docs/n8n.md "Packaging".
+      drop: ['console'],
+      logLevel: 'warning',
+    });
+    for (const dir of ['nodes/Docex', 'nodes/DocexTrigger', 'credentials']) {
+      for (const icon of (await readdir(dir)).filter((f) => f.endsWith('.svg')))
+        await cp(`${dir}/${icon}`, `dist/${dir}/${icon}`);
+    }
+    await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
+  },
+  async daemon() {
+    await mkdir('daemon/dist', { recursive: true });
+    await build({
+      entryPoints: ['daemon/src/cli.ts'],
+      outfile: 'daemon/dist/cli.js',
+      bundle: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'esm',
+      packages: 'external',
+      logLevel: 'warning',
+    });
+  },
+};
+
+const wanted = process.argv.slice(2);
+for (const name of wanted.length ? wanted : Object.keys(targets)) {
+  const target = targets[name];
+  if (!target) {
+    console.error(`build: unknown target "${name}" (known: ${Object.keys(targets).join(', ')})`);
+    process.exit(2);
+  }
+  await target();
+  console.log(`built ${name}`);
+}
