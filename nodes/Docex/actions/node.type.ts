@@ -1,0 +1,33 @@
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type { DocexClient, OperationSpec, Resource } from '../../../shared/src/core/index.ts';
+
+/** The API input of one item, read from the node's parameters (snake_case names, as in the table). */
+export type ApiInput = Record<string, unknown>;
+
+/** Runs one item of an operation; every returned item carries `pairedItem: { item: i }`. */
+export type Runner = (
+  ctx: IExecuteFunctions,
+  client: DocexClient,
+  i: number,
+  input: ApiInput,
+) => Promise<INodeExecutionData[]>;
+
+/** One entry of the node's Operation list. */
+export interface NodeOperation {
+  /** The option value: the API operation's name (`create_folder`), or a convenience's own (`upload_and_wait`). */
+  readonly value: string;
+  readonly resource: Resource;
+  /** Shown in the Operation list. */
+  readonly name: string;
+  /** Sentence shown for the action ("Create a folder"). */
+  readonly action: string;
+  readonly description: string;
+  /** The API operation whose parameters this operation shows and sends. */
+  readonly api: OperationSpec;
+  /** Parameters beyond the API's (wait options, output binary field...), shown for this operation only. */
+  readonly extraProperties?: readonly INodeProperties[];
+  /** Entries of this operation's "Options" collection, next to "Items in Parallel". */
+  readonly options?: readonly INodeProperties[];
+  /** Replaces the plain `client.call(api.name, input)`. */
+  readonly run?: Runner;
+}

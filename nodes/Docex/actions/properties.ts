@@ -1,0 +1,21 @@
+/** The Docex node's parameters: one Resource list, then each resource's operations and their parameters. */
+import type { INodeProperties } from 'n8n-workflow';
+import { RESOURCES } from '../../../shared/src/core/index.ts';
+import { resourceValue } from './common.descriptions.ts';
+import { resources } from './router.ts';
+
+const resourceOptions = [...RESOURCES]
+  .sort((a, b) => a.localeCompare(b))
+  .map((r) => ({ name: r, value: resourceValue(r) }));
+
+export const properties: INodeProperties[] = [
+  {
+    displayName: 'Resource',
+    name: 'resource',
+    type: 'options',
+    noDataExpression: true,
+    options: resourceOptions,
+    default: 'document',
+  },
+  ...Object.values(resources).flatMap((r) => r.description),
+];

@@ -1,0 +1,238 @@
+/**
+ * The Document Extraction Trigger through n8n-core's real PollContext (static data on the Workflow,
+ * as n8n persists it between polls), against the emulator. n8n's clock is faked (Date only: timers
+ * and sockets stay real); the emulator's clock is n8n's plus a chosen skew, so the times of the
+ * documents' updates are exact.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
+import { startEmulator, type Emulator } from '../../emulator/index.ts';
+import type { DocexClient } from '../../shared/src/core/index.ts';
+import { createNodeClient } from '../../shared/src/node/index.ts';
+import { pollingTrigger, type Credentials } from './harness.ts';
+
+let emu: Emulator;
+let client: DocexClient;
+let credentials: Credentials;
+/** Server clock minus n8n clock, in ms. */
+let skewMs = 0;
+let folderId = 0;
+let n = 0;
+
+const T0 = Date.UTC(2026, 0, 10, 12, 0, 0);
+const at = (ms: number) => vi.setSystemTime(T0 + ms);
+const byId = (id: number) => ({ __rl: true, mode: 'id', value: String(id) });
+
+beforeAll(async () => {
+  emu = await startEmulator({ port: 0, taskDelayMs: 5, now: () => Date.now() + skewMs });
+  credentials = { baseUrl: emu.url, apiKey: emu.keys[0]! };
+  client = createNodeClient({ baseUrl: emu.url, apiKey: emu.keys[0]!, retry: { maxRetries: 0 } });
+  folderId = (await client.createFolder({ name: 'trigger tests' })).id;
+});
+afterAll(async () => emu.stop());
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  at(0);
+  skewMs = 0;
+});
+afterEach(() => {
+  vi.useRealTimers();
+  emu.faults.clear();
+});
+
+/** A template of its own per test, so each trigger sees only its test's documents. */
+async function newTemplate(): Promise<number> {
+  const t = await client.createTemplate({ folder_id: folderId, name: `t${++n}` });
+  await client.createField({
+    template_id: t.id,
+    name: 'Invoice number',
+    type: 'General fields',
+    format: 'text',
+  });
+  return t.id;
+}
+
+/** Uploads `count` documents (at most 50 per request) and waits for them; returns their ids. */
+async function upload(templateId: number, count = 1): Promise<number[]> {
+  const ids: number[] = [];
+  for (let done = 0; done < count; done += 50) {
+    const files = Array.from({ length: Math.min(50, count - done) }, () => ({
+      data: new TextEncoder().encode(`Invoice number: T-${++n}\n`),
+      fileName: `t${n}.txt`,
+    }));
+    const { tasks } = await client.uploadAndWait({ files, template_id: templateId }, { intervalMs: 5 });
+    ids.push(...tasks.map((t) => t.document_id!));
+  }
+  return ids;
+}
+
+const emitted = (out: INodeExecutionData[][] | null) =>
+  (out?.[0] ?? []).map((i) => i.json.document_id as number);
+
+function trigger(templateId: number, extra: IDataObject = {}) {
+  return pollingTrigger({ template_id: byId(templateId), ...extra }, credentials);
+}
+
+describe('Document Extraction Trigger', () => {
+  it('first activation starts from now; each new document is emitted once, with its data', async () => {
+    const templateId = await newTemplate();
+    await upload(templateId);
+    const t = trigger(templateId);
+    at(10_000);
+    expect(await t.poll()).toBeNull();
+    expect(t.state().cursor).toBe(new Date(T0 + 10_000).toISOString());
+    at(20_000);
+    const [fresh] = await upload(templateId);
+    at(70_000);
+    const out = await t.poll();
+    expect(emitted(out)).toEqual([fresh]);
+    expect(out![0]![0]!.json).toMatchObject({ document_id: fresh, General_fields: expect.any(Object) });
+    at(130_000);
+    expect(await t.poll()).toBeNull();
+    at(400_000);
+    expect(await t.poll()).toBeNull();
+  });
+
+  it('a start time emits everything changed since then on the first poll', async () => {
+    const templateId = await newTemplate();
+    at(-3_600_000);
+    const [older] = await upload(templateId);
+    at(-600_000);
+    const [newer] = await upload(templateId);
+    const old = [older, newer];
+    at(0);
+    const t = trigger(templateId, { startTime: '2026-01-10T11:30:00' });
+    expect(emitted(await t.poll())).toEqual([old[1]]);
+    const all = trigger(templateId, { startTime: '2026-01-10T10:00:00' });
+    expect(emitted(await all.poll())).toEqual(old);
+    at(60_000);
+    expect(await all.poll()).toBeNull();
+  });
+
+  it('documents updated exactly at the cursor are emitted; those already emitted are not repeated', async () => {
+    const templateId = await newTemplate();
+    for (const marginSeconds of [0, 120]) {
+      const t = trigger(templateId, { options: { marginSeconds } });
+      at(100_000);
+      const [before] = await upload(templateId); // same instant as the poll, seen by it
+      expect(await t.poll()).toBeNull(); // first activation: counted as seen
+      const [atCursor] = await upload(templateId); // updated exactly at the cursor, after the poll
+      at(160_000);
+      // updated_since is inclusive: a document stamped exactly at the cursor is in the next window.
+      expect(emitted(await t.poll())).toEqual([atCursor]);
+      expect(before).toBeDefined();
+      at(220_000);
+      expect(await t.poll()).toBeNull();
+    }
+  });
+
+  it('clock skew: a server a few seconds behind n8n does not make documents fall before the cursor', async () => {
+    const templateId = await newTemplate();
+    skewMs = -5_000; // the service's clock runs 5 s behind n8n's
+    const safe = trigger(templateId); // default margin: 2 minutes
+    const bare = trigger(templateId, { options: { marginSeconds: 0 } });
+    at(0);
+    expect(await safe.poll()).toBeNull();
+    expect(await bare.poll()).toBeNull();
+    at(1_000);
+    const [late] = await upload(templateId); // stamped at n8n's T0 - 4 s: before both cursors
+    at(60_000);
+    expect(emitted(await safe.poll())).toEqual([late]);
+    // Without a margin the document would be lost: this is what the margin is for.
+    expect(await bare.poll()).toBeNull();
+  });
+
+  it('clock skew: a server ahead of n8n does not make documents come twice', async () => {
+    const templateId = await newTemplate();
+    skewMs = 7_000;
+    const t = trigger(templateId);
+    at(0);
+    expect(await t.poll()).toBeNull();
+    at(5_000);
+    const [doc] = await upload(templateId); // stamped T0 + 12 s, after the next cursor
+    at(10_000);
+    expect(emitted(await t.poll())).toEqual([doc]);
+    at(70_000);
+    expect(await t.poll()).toBeNull(); // still inside the window: filtered as already emitted
+  });
+
+  it('many documents in one poll: each once, in ID order', async () => {
+    const templateId = await newTemplate();
+    const t = trigger(templateId, { idsOnly: true });
+    expect(await t.poll()).toBeNull();
+    at(10_000);
+    const many = await upload(templateId, 130);
+    at(60_000);
+    const out = await t.poll();
+    expect(emitted(out)).toEqual([...many].sort((a, b) => a - b));
+    expect(out![0]![0]!.json).toEqual({ document_id: Math.min(...many) });
+    at(120_000);
+    expect(await t.poll()).toBeNull();
+  });
+
+  it('a document changed again (rerun) inside the overlap window is emitted again', async () => {
+    const templateId = await newTemplate();
+    const t = trigger(templateId);
+    expect(await t.poll()).toBeNull();
+    at(5_000);
+    const [doc] = await upload(templateId);
+    at(30_000);
+    expect(emitted(await t.poll())).toEqual([doc]);
+    at(40_000);
+    await client.rerunDocuments({ doc_ids: [doc!], override_extraction: true });
+    at(60_000);
+    expect(emitted(await t.poll())).toEqual([doc]);
+    at(90_000);
+    expect(await t.poll()).toBeNull();
+  });
+
+  it('an API error fails the poll and leaves the cursor, so the next poll catches up', async () => {
+    const templateId = await newTemplate();
+    const t = trigger(templateId);
+    expect(await t.poll()).toBeNull();
+    const before = JSON.parse(JSON.stringify(t.state())) as IDataObject;
+    at(10_000);
+    const [doc] = await upload(templateId);
+    at(60_000);
+    emu.faults.set({ errorRate: 1, statuses: [422], operations: ['fetch_documents'] });
+    await expect(t.poll()).rejects.toMatchObject({ name: 'NodeApiError', httpCode: '422' });
+    emu.faults.set({ errorRate: 1, statuses: [500], operations: ['fetch_document_data'] });
+    await expect(t.poll()).rejects.toThrow(/fetch_document_data: HTTP 500/);
+    expect(JSON.parse(JSON.stringify(t.state()))).toEqual(before);
+    emu.faults.clear();
+    at(300_000); // long after: the window still starts at the old cursor
+    expect(emitted(await t.poll())).toEqual([doc]);
+  });
+
+  it('manual mode returns the most recent documents and does not move the cursor', async () => {
+    const templateId = await newTemplate();
+    const t = trigger(templateId, { options: { limit: 2 } });
+    expect(await t.poll('manual')).toBeNull();
+    expect(t.state()).toEqual({});
+    const docs = await upload(templateId, 3);
+    const out = await t.poll('manual');
+    expect(emitted(out)).toEqual([docs[2], docs[1]]);
+    expect(out![0]![0]!.json).toHaveProperty('General_fields');
+    expect(t.state()).toEqual({});
+    // Activation afterwards still starts from now.
+    at(10_000);
+    expect(await t.poll()).toBeNull();
+  });
+
+  it('the folder filter, and IDs only', async () => {
+    const otherFolder = (await client.createFolder({ name: 'elsewhere' })).id;
+    const inFolder = await newTemplate();
+    const elsewhere = (await client.createTemplate({ folder_id: otherFolder, name: `t${++n}` })).id;
+    const t = pollingTrigger(
+      { folder_id: { __rl: true, mode: 'list', value: String(otherFolder) }, idsOnly: true },
+      credentials,
+    );
+    expect(await t.poll()).toBeNull();
+    at(10_000);
+    await upload(inFolder);
+    const [mine] = await upload(elsewhere);
+    at(60_000);
+    const out = await t.poll();
+    expect(out?.[0]?.map((i) => i.json)).toEqual([{ document_id: mine }]);
+  });
+});
