@@ -3,23 +3,12 @@
  * SQLite and moves only after every document of a pull was written; each pull asks again for
  * `overlap_ms` before the cursor, so nothing at the boundary is missed (writes are idempotent).
  */
-import type { Logger } from 'pino';
-import type { DocexClient } from '../../shared/src/core/index.ts';
-import type { Config } from './config.ts';
 import { inside, writeAtomic } from './files.ts';
-import type { Metrics } from './metrics.ts';
-import type { StateDb } from './state.ts';
+import type { PipelineDeps } from './pipeline.ts';
 
 const CURSOR = 'pull.cursor';
 
-export async function pullOnce(deps: {
-  db: StateDb;
-  client: DocexClient;
-  config: Config;
-  log: Logger;
-  metrics?: Metrics;
-  now?: () => number;
-}) {
+export async function pullOnce(deps: PipelineDeps) {
   const { db, client, config, log } = deps;
   const pull = config.pull;
   if (!pull) throw new Error('no "pull" section in the config');
