@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs a real n8n 2.40.7 for the end-to-end test into the user cache (outside the repo), the way
+# ../shared/docs/real-n8n-offline.md describes: linkedom pinned, install scripts off, sqlite3 rebuilt
+# for the running Node. Idempotent; prints the n8n binary path on stdout.
+set -euo pipefail
+DOCEX_SKIP_DEPS=1 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+version=2.40.7
+dir="$DOCEX_CACHE/n8n-$version"
+stamp="$dir/.installed-$(node -p process.version)"
+# n8n keeps its database in SQLite: without a built sqlite3 addon every command fails at start-up.
+sqlite_loads() { (cd "$dir" && node -e 'require("sqlite3")' >/dev/null 2>&1); }
+if [ ! -f "$stamp" ] || ! sqlite_loads; then
+  echo "docex: installing n8n $version into $dir (first run only, about 7 minutes)" >&2
+  mkdir -p "$dir"
+  cat > "$dir/package.json" <<JSON
+{ "name": "docex-n8n-e2e", "private": true, "overrides": { "linkedom": "0.18.12" } }
+JSON
+  # env.sh points npm_config_nodedir at Node 24's headers when it installed Node 24; a machine Node
+  # >= 22 builds against its own headers (npm's default, or the machine's npmrc).
+  (cd "$dir" && npm install --loglevel=error --no-audit --no-fund --ignore-scripts "n8n@$version" >&2)
+  # The rebuild runs sqlite3's install script: it must run even under an `npm run` of this repo,
+  # which exports the repo's ignore-scripts=true to every npm it starts.
+  (cd "$dir" && npm rebuild sqlite3 --ignore-scripts=false --loglevel=error >&2)
+  if ! sqlite_loads; then
+    echo "docex: n8n's sqlite3 addon did not build in $dir (see the npm output above)" >&2
+    exit 1
+  fi
+  touch "$stamp"
+fi
+echo "$dir/node_modules/.bin/n8n"

@@ -1,0 +1,306 @@
+/**
+ * The packed n8n-nodes-docex tarball in a real n8n 2.40.7 (installed once into the user cache by
+ * scripts/n8n-install.sh), its workflows run with `n8n execute` against the emulator.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../emulator/index.ts';
+
+const repo = join(import.meta.dirname, '../..');
+let emulator: Emulator;
+let home: string;
+let n8n: string;
+let env: NodeJS.ProcessEnv;
+
+function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(n8n, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** What n8n printed last, for a failure message: it reports start-up errors on stdout. */
+const tail = (r: { stdout: string; stderr: string }) => `${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`;
+
+type RunData = Record<
+  string,
+  Array<{
+    data?: {
+      main: Array<
+        Array<{
+          json: Record<string, unknown>;
+          binary?: Record<string, { fileName?: string; mimeType?: string }>;
+        }>
+      >;
+    };
+    error?: { message: string };
+  }>
+>;
+
+async function execute(workflow: object & { id: string }): Promise<RunData> {
+  const file = join(home, `${workflow.id}.json`);
+  await writeFile(file, JSON.stringify(workflow));
+  const imported = await run(['import:workflow', `--input=${file}`]);
+  expect(imported.code, tail(imported)).toBe(0);
+  const result = await run(['execute', '--id', workflow.id, '--rawOutput']);
+  // n8n may print log lines around the run's JSON: take the block from a line "{" to the last line "}".
+  const lines = result.stdout.split('\n');
+  const json = lines.slice(lines.indexOf('{'), lines.lastIndexOf('}') + 1).join('\n');
+  let parsed: { status?: string; data: { resultData: { runData: RunData; error?: { message: string } } } };
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new Error(
+      `n8n execute printed no JSON (exit ${result.code}):\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`,
+    );
+  }
+  expect(parsed.data.resultData.error?.message, 'workflow error').toBeUndefined();
+  expect(parsed.status).toBe('success');
+  return parsed.data.resultData.runData;
+}
+
+const out = (runData: RunData, node: string) => {
+  expect(runData[node], `node ${node} ran`).toBeDefined();
+  return runData[node]![0]!.data!.main[0]!;
+};
+
+let nodeId = 0;
+const docex = (name: string, parameters: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  parameters,
+  id: `n${++nodeId}`,
+  name,
+  type: 'n8n-nodes-docex.docex',
+  typeVersion: 1,
+  position: [nodeId * 200, 0],
+  credentials: { docexApi: { id: 'docexcred0000001', name: 'Docex' } },
+  ...extra,
+});
+const chain = (names: string[]) =>
+  Object.fromEntries(
+    names.slice(0, -1).map((n, i) => [n, { main: [[{ node: names[i + 1], type: 'main', index: 0 }]] }]),
+  );
+const workflow = (id: string, nodes: Array<{ name: string }>) => ({
+  id,
+  name: id,
+  active: false,
+  nodes: [
+    {
+      parameters: {},
+      id: `start-${id}`,
+      name: 'Start',
+      type: 'n8n-nodes-base.manualTrigger',
+      typeVersion: 1,
+      position: [0, 0],
+    },
+    ...nodes,
+  ],
+  connections: chain(['Start', ...nodes.map((n) => n.name)]),
+  settings: {},
+});
+
+beforeAll(async () => {
+  n8n = execFileSync('bash', [join(repo, 'scripts/n8n-install.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
+  home = await mkdtemp(join(tmpdir(), 'docex-n8n-e2e-'));
+  const nodesDir = join(home, '.n8n', 'nodes');
+  await mkdir(join(nodesDir, 'node_modules'), { recursive: true });
+  execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'n8n'], { cwd: repo, stdio: 'ignore' });
+  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', home], {
+    cwd: repo,
+    stdio: 'ignore',
+  });
+  const tarball = (await readdir(home)).find((f) => f.endsWith('.tgz'))!;
+  execFileSync('tar', ['-xzf', join(home, tarball), '-C', home]);
+  await rename(join(home, 'package'), join(nodesDir, 'node_modules', 'n8n-nodes-docex'));
+  await writeFile(
+    join(nodesDir, 'package.json'),
+    JSON.stringify({ dependencies: { 'n8n-nodes-docex': '0.1.0' } }),
+  );
+
+  emulator = await startEmulator({ port: 0, taskDelayMs: 100 });
+  await mkdir(join(home, 'files'));
+  await writeFile(join(home, 'files', 'invoice-a.txt'), 'Invoice number: E2E-A\nTotal: 10,50\n');
+  await writeFile(join(home, 'files', 'invoice-b.txt'), 'Invoice number: E2E-B\nTotal: 20,00\n');
+  // vitest sets NODE_ENV=test and VITEST*: n8n must not run in its own test mode.
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'),
+  );
+  env = {
+    ...inherited,
+    NODE_ENV: 'production',
+    N8N_USER_FOLDER: home,
+    N8N_DIAGNOSTICS_ENABLED: 'false',
+    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+    N8N_RUNNERS_ENABLED: 'false',
+    N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
+    N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+  };
+  await writeFile(
+    join(home, 'creds.json'),
+    JSON.stringify([
+      {
+        id: 'docexcred0000001',
+        name: 'Docex',
+        type: 'docexApi',
+        data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
+      },
+    ]),
+  );
+  const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
+  expect(creds.code, tail(creds)).toBe(0);
+});
+
+afterAll(async () => {
+  await emulator?.stop();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
+  let templateId = 0;
+
+  it('creates a folder, a template, fields and an instruction', async () => {
+    const runData = await execute(
+      workflow('wfsetup00000001', [
+        docex('Create Folder', {
+          resource: 'folder',
+          operation: 'create_folder',
+          additionalFields: { name: 'e2e folder' },
+        }),
+        docex('Create Template', {
+          resource: 'template',
+          operation: 'create_template',
+          folder_id: '={{ $json.id }}',
+          name: 'e2e template',
+          additionalFields: { number_locale: 'EU' },
+        }),
+        docex('Create Field', {
+          resource: 'field',
+          operation: 'create_field',
+          template_id: '={{ $json.id }}',
+          name: 'Invoice number',
+          type: 'General fields',
+          format: 'invoice_number',
+        }),
+        docex('Create Field 2', {
+          resource: 'field',
+          operation: 'create_field',
+          template_id: "={{ $('Create Template').item.json.id }}",
+          name: 'Total',
+          type: 'General fields',
+          format: 'total_price',
+        }),
+        docex('Create Instruction', {
+          resource: 'instruction',
+          operation: 'create_instruction',
+          template_id: "={{ $('Create Template').item.json.id }}",
+          content: 'Totals include VAT',
+          type: 'General fields',
+        }),
+      ]),
+    );
+    const template = out(runData, 'Create Template')[0]!.json;
+    templateId = template.id as number;
+    expect(template).toMatchObject({ name: 'e2e template', number_locale: 'EU' });
+    expect(out(runData, 'Create Field 2')[0]!.json).toMatchObject({
+      name: 'Total',
+      format: 'total_price',
+      template_id: templateId,
+    });
+    expect(out(runData, 'Create Instruction')[0]!.json).toMatchObject({
+      content: 'Totals include VAT',
+      template_id: templateId,
+    });
+  });
+
+  it('uploads two binary files and waits; gets data, file, raw text and a ZIP; reruns; deletes', async () => {
+    expect(templateId).toBeGreaterThan(0);
+    const ids = "={{ $('Upload and Wait').all().map(i => i.json.document_id).join(',') }}";
+    const runData = await execute(
+      workflow('wfmain000000001', [
+        {
+          parameters: { fileSelector: join(home, 'files', '*.txt'), options: {} },
+          id: 'read',
+          name: 'Read Files',
+          type: 'n8n-nodes-base.readWriteFile',
+          typeVersion: 1,
+          position: [200, 0],
+        } as never,
+        docex('Upload and Wait', {
+          resource: 'task',
+          operation: 'upload_and_wait',
+          binaryPropertyName: 'data',
+          additionalFields: { template_id: { __rl: true, mode: 'id', value: String(templateId) } },
+          options: { pollInterval: 0.2, waitTimeout: 60 },
+        }),
+        docex('Get Data', {
+          resource: 'document',
+          operation: 'fetch_document_data',
+          document_id: '={{ $json.document_id }}',
+        }),
+        docex('Raw Text', {
+          resource: 'document',
+          operation: 'fetch_raw_text',
+          document_id: "={{ $('Upload and Wait').item.json.document_id }}",
+        }),
+        docex('Download', {
+          resource: 'document',
+          operation: 'fetch_file',
+          document_id: "={{ $('Upload and Wait').item.json.document_id }}",
+          binaryPropertyOutput: 'file',
+        }),
+        docex(
+          'Zip',
+          { resource: 'document', operation: 'fetch_files_batch', document_ids: ids },
+          { executeOnce: true },
+        ),
+        docex(
+          'Rerun',
+          {
+            resource: 'document',
+            operation: 'rerun_documents',
+            doc_ids: ids,
+            additionalFields: { override_extraction: true },
+          },
+          { executeOnce: true },
+        ),
+        docex(
+          'Delete',
+          {
+            resource: 'document',
+            operation: 'delete_doc',
+            doc_id: "={{ $('Upload and Wait').all()[0].json.document_id }}",
+          },
+          { executeOnce: true },
+        ),
+      ]),
+    );
+    const uploads = out(runData, 'Upload and Wait');
+    expect(uploads.map((i) => i.json.status)).toEqual(['DONE', 'DONE']);
+    const data = out(runData, 'Get Data').map(
+      (i) => i.json as { General_fields: Record<string, { value: unknown }> },
+    );
+    expect(data.map((d) => d.General_fields['Invoice number']!.value).sort()).toEqual(['E2E-A', 'E2E-B']);
+    expect(data.map((d) => d.General_fields.Total!.value).sort()).toEqual([10.5, 20]);
+    expect(out(runData, 'Raw Text').map((i) => i.json.text)).toEqual(
+      expect.arrayContaining([expect.stringContaining('E2E-A')]),
+    );
+    const downloads = out(runData, 'Download');
+    expect(downloads.map((i) => i.binary?.file?.fileName).sort()).toEqual(['invoice-a.txt', 'invoice-b.txt']);
+    const zip = out(runData, 'Zip');
+    expect(zip).toHaveLength(1);
+    expect(zip[0]!.binary?.data?.mimeType).toBe('application/zip');
+    expect(out(runData, 'Rerun')[0]!.json).toMatchObject({ rerun: 2, not_rerun: 0 });
+    const deleted = out(runData, 'Delete')[0]!.json;
+    expect(deleted).toEqual({ success: true, doc_id: uploads[0]!.json.document_id });
+    expect(emulator.stats().requestsByOperation.delete_doc).toBe(1);
+  });
+});
