@@ -3,8 +3,32 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError, owned, route, type Ctx } from '../app.ts';
 import type { Company, Field, Folder, Instruction, Template, World } from '../state.ts';
 import { Checker } from '../validation.ts';
-// The API document's enums: one copy, in the operation table.
-import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '../../shared/src/core/operations.ts';
+
+// The API document's enums, typed here from the document and not taken from the client's table: a
+// mistake in the table must meet an emulator that disagrees (test/emulator/enums.test.ts compares both).
+export const FIELD_TYPES = ['General fields', 'Line fields'] as const;
+export const LOCALES = ['EU', 'US'] as const;
+export const PARAMETER_FORMATS = [
+  'text',
+  'number',
+  'date',
+  'invoice_date',
+  'invoice_number',
+  'code',
+  'label',
+  'unit_price',
+  'total_price',
+  'quantity',
+  'quantity_unit',
+  'empty',
+  'default',
+  'multiple_choice',
+  'boolean',
+  'unit',
+  'invoice_amount',
+  'document_name',
+  'fraud_verdict',
+] as const;
 
 const check = (request: FastifyRequest) =>
   new Checker({ query: request.query, body: request.body, path: request.params });
