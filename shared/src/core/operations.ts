@@ -99,7 +99,6 @@ export type FieldType = (typeof FIELD_TYPES)[number];
 export type Locale = (typeof LOCALES)[number];
 export type ParameterFormat = (typeof PARAMETER_FORMATS)[number];
 
-/** A required integer id. Generic in the name, so InputOf keeps the literal key (not `[x: string]`). */
 /** number_locale and date_locale, the same on template create and update. */
 const LOCALE_PARAMS = [
   {
@@ -122,12 +121,17 @@ const LOCALE_PARAMS = [
   },
 ] as const;
 
+/** A required integer id. Generic in the name, so InputOf keeps the literal key (not `[x: string]`). */
 const id = <const N extends string>(
   name: N,
   label: string,
   description: string,
   where: ParamLocation = 'query',
 ) => ({ name, in: where, kind: 'integer', required: true, label, description }) as const;
+
+/** An optional body text that may be sent as null ("no value"), like a folder's name or description. */
+const text = <const N extends string>(name: N, label: string, description: string) =>
+  ({ name, in: 'body', kind: 'string', nullable: true, label, description }) as const;
 
 export const OPERATIONS = {
   check_api_key: {
@@ -265,17 +269,7 @@ export const OPERATIONS = {
     action: 'Create',
     method: 'POST',
     path: '/v1/create_folder/',
-    params: [
-      { name: 'name', in: 'body', kind: 'string', nullable: true, label: 'Name', description: 'Folder name' },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'Folder description',
-      },
-    ],
+    params: [text('name', 'Name', 'Folder name'), text('desc', 'Description', 'Folder description')],
     output: 'json',
     schema: S.Folder,
     idempotent: false,
@@ -289,15 +283,8 @@ export const OPERATIONS = {
     path: '/v1/update_folder/',
     params: [
       id('folder_id', 'Folder ID', 'Folder to update'),
-      { name: 'name', in: 'body', kind: 'string', nullable: true, label: 'Name', description: 'New name' },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'New description',
-      },
+      text('name', 'Name', 'New name'),
+      text('desc', 'Description', 'New description'),
     ],
     output: 'json',
     schema: S.Folder,
@@ -362,14 +349,7 @@ export const OPERATIONS = {
         label: 'Name',
         description: 'Template name (unique)',
       },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'Template description',
-      },
+      text('desc', 'Description', 'Template description'),
       ...LOCALE_PARAMS,
       {
         name: 'template_id',
@@ -408,15 +388,8 @@ export const OPERATIONS = {
         label: 'Folder ID',
         description: 'Move the template to this folder',
       },
-      { name: 'name', in: 'body', kind: 'string', nullable: true, label: 'Name', description: 'New name' },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'New description',
-      },
+      text('name', 'Name', 'New name'),
+      text('desc', 'Description', 'New description'),
       ...LOCALE_PARAMS,
     ],
     output: 'json',
@@ -499,14 +472,7 @@ export const OPERATIONS = {
         label: 'Format',
         description: 'Kind of value to extract',
       },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'What the field holds; guides extraction',
-      },
+      text('desc', 'Description', 'What the field holds; guides extraction'),
       {
         name: 'position',
         in: 'body',
@@ -529,7 +495,7 @@ export const OPERATIONS = {
     path: '/v1/update_field/',
     params: [
       id('field_id', 'Field ID', 'Field to update'),
-      { name: 'name', in: 'body', kind: 'string', nullable: true, label: 'Name', description: 'New name' },
+      text('name', 'Name', 'New name'),
       {
         name: 'type',
         in: 'body',
@@ -539,14 +505,7 @@ export const OPERATIONS = {
         label: 'Type',
         description: 'Extracted once per document (General) or once per line (Line)',
       },
-      {
-        name: 'desc',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Description',
-        description: 'New description',
-      },
+      text('desc', 'Description', 'New description'),
       {
         name: 'format',
         in: 'body',
@@ -641,14 +600,7 @@ export const OPERATIONS = {
     pathForm: '/v1/update_instruction/{instruction_id}',
     params: [
       id('instruction_id', 'Instruction ID', 'Instruction to update'),
-      {
-        name: 'content',
-        in: 'body',
-        kind: 'string',
-        nullable: true,
-        label: 'Content',
-        description: 'New guidance',
-      },
+      text('content', 'Content', 'New guidance'),
       {
         name: 'type',
         in: 'body',
