@@ -99,7 +99,7 @@ try {
   console.log(`\nResults (JSON, and CSV for fields and line items): ${join(work, 'results')}`);
   console.log(`Originals moved to:                                ${join(work, 'processed')}`);
   console.log(`State DB:                                          ${join(work, 'state')}`);
-  console.log(`See it with:  node daemon/src/cli.ts status --config ${config}`);
+  console.log(`See it with:  bash scripts/run.sh node daemon/src/cli.ts status --config ${config}`);
 } finally {
   await emulator.stop();
 }
