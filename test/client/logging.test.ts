@@ -2,17 +2,12 @@
 import { Writable } from 'node:stream';
 import nock from 'nock';
 import { pino } from 'pino';
-import { afterEach, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { REDACT_PATHS } from '../../shared/src/node/index.ts';
 import { BASE, KEY, nodeClient } from './helpers.ts';
+import { offlineNock } from './helpers-nock.ts';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  return () => nock.enableNetConnect();
-});
-afterEach(() => {
-  nock.cleanAll();
-});
+offlineNock();
 
 function memoryPino() {
   const lines: Array<Record<string, unknown>> = [];

@@ -1,6 +1,6 @@
 /** waitForTask, uploadAndWait and rerunAll through the got transport, on a fake clock. */
 import nock from 'nock';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   DocexAbortError,
   DocexInputError,
@@ -12,15 +12,10 @@ import {
 } from '../../shared/src/core/index.ts';
 import { NodeTransport } from '../../shared/src/node/index.ts';
 import { BASE, bytes, caught, fakeTimeClient, KEY } from './helpers.ts';
+import { offlineNock } from './helpers-nock.ts';
 import { fakeClock } from './helpers-poll.ts';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  return () => nock.enableNetConnect();
-});
-afterEach(() => {
-  nock.cleanAll();
-});
+offlineNock();
 
 type Answer = Partial<TaskResult> & { status: string };
 

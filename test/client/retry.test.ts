@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import {
   DEFAULT_RETRY,
   DocexApiError,
@@ -22,14 +22,9 @@ import {
   type OperationName,
 } from '../../shared/src/core/index.ts';
 import { BASE, bytes, caught, fakeTimeClient, KEY, localServer } from './helpers.ts';
+import { offlineNock } from './helpers-nock.ts';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  return () => nock.enableNetConnect();
-});
-afterEach(() => {
-  nock.cleanAll();
-});
+offlineNock();
 
 const dir = mkdtempSync(join(tmpdir(), 'docex-retry-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@
  * names. Parsed through the client where the variant comes off the wire, as pure units otherwise.
  */
 import nock from 'nock';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   DocexResponseShapeError,
   fileNameFromContentDisposition,
@@ -14,14 +14,9 @@ import {
   schemas,
 } from '../../shared/src/core/index.ts';
 import { BASE, bytes, caught, nodeClient } from './helpers.ts';
+import { offlineNock } from './helpers-nock.ts';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  return () => nock.enableNetConnect();
-});
-afterEach(() => {
-  nock.cleanAll();
-});
+offlineNock();
 
 const client = () => nodeClient({ retry: { maxRetries: 0 } });
 const files = [{ data: bytes('x'), fileName: 'a.pdf' }];

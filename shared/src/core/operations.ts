@@ -133,6 +133,9 @@ const id = <const N extends string>(
 const text = <const N extends string>(name: N, label: string, description: string) =>
   ({ name, in: 'body', kind: 'string', nullable: true, label, description }) as const;
 
+/** The `type` of a field or an instruction: General fields or Line fields. */
+const FIELD_TYPE = { name: 'type', in: 'body', kind: 'string', values: FIELD_TYPES, label: 'Type' } as const;
+
 export const OPERATIONS = {
   check_api_key: {
     name: 'check_api_key',
@@ -455,12 +458,8 @@ export const OPERATIONS = {
         description: 'Field name, as the extracted data will name it',
       },
       {
-        name: 'type',
-        in: 'body',
-        kind: 'string',
-        values: FIELD_TYPES,
+        ...FIELD_TYPE,
         required: true,
-        label: 'Type',
         description: 'Extracted once per document (General) or once per line (Line)',
       },
       {
@@ -497,12 +496,8 @@ export const OPERATIONS = {
       id('field_id', 'Field ID', 'Field to update'),
       text('name', 'Name', 'New name'),
       {
-        name: 'type',
-        in: 'body',
-        kind: 'string',
-        values: FIELD_TYPES,
+        ...FIELD_TYPE,
         nullable: true,
-        label: 'Type',
         description: 'Extracted once per document (General) or once per line (Line)',
       },
       text('desc', 'Description', 'New description'),
@@ -576,15 +571,7 @@ export const OPERATIONS = {
         label: 'Content',
         description: 'Guidance for the extraction',
       },
-      {
-        name: 'type',
-        in: 'body',
-        kind: 'string',
-        values: FIELD_TYPES,
-        required: true,
-        label: 'Type',
-        description: 'Whether it guides general fields or line fields',
-      },
+      { ...FIELD_TYPE, required: true, description: 'Whether it guides general fields or line fields' },
     ],
     output: 'json',
     schema: S.Instruction,
@@ -601,15 +588,7 @@ export const OPERATIONS = {
     params: [
       id('instruction_id', 'Instruction ID', 'Instruction to update'),
       text('content', 'Content', 'New guidance'),
-      {
-        name: 'type',
-        in: 'body',
-        kind: 'string',
-        values: FIELD_TYPES,
-        nullable: true,
-        label: 'Type',
-        description: 'Whether it guides general fields or line fields',
-      },
+      { ...FIELD_TYPE, nullable: true, description: 'Whether it guides general fields or line fields' },
     ],
     output: 'json',
     schema: S.Instruction,
