@@ -64,19 +64,24 @@ export class NodeTransport implements Transport {
 
   send(request: TransportRequest): Promise<TransportResponse> {
     return new Promise<TransportResponse>((resolve, reject) => {
+      let running: Promise<void> | undefined;
       this.queue
         .add(
-          async () => {
-            const { response, finished } = await this.perform(request);
-            resolve(response);
-            await finished;
-          },
+          () =>
+            (running = (async () => {
+              const { response, finished } = await this.perform(request);
+              resolve(response);
+              await finished;
+            })()),
           { signal: request.signal },
         )
-        // DocexErrors (a file that cannot be read) go to the client as they are.
-        .catch((error: unknown) =>
-          reject(error instanceof DocexError ? error : toTransportError(error, request.signal)),
-        );
+        .catch(async (error: unknown) => {
+          // An abort rejects add() at once, even while the request runs. The request stops on the
+          // same signal; the caller hears of it once it has (an upload's file closed).
+          await running?.catch(() => {});
+          // DocexErrors (a file that cannot be read) go to the client as they are.
+          reject(error instanceof DocexError ? error : toTransportError(error, request.signal));
+        });
     });
   }
 
@@ -118,7 +123,21 @@ export class NodeTransport implements Transport {
       decompress: true,
     });
     // The multipart body is written into the request stream as it goes (see writeMultipart).
-    if (multipart) void writeMultipart(stream, multipart.plan, multipart.sizeOf);
+    const writer = multipart ? writeMultipart(stream, multipart.plan, multipart.sizeOf) : undefined;
+    try {
+      return await this.answer(stream, request);
+    } catch (error) {
+      // The request died (reset, timeout, abort) maybe while the writer was opening a file: the caller
+      // hears of it only once the writer has stopped and closed its file.
+      await writer;
+      throw error;
+    }
+  }
+
+  private async answer(
+    stream: ReturnType<typeof got.stream>,
+    request: TransportRequest,
+  ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
     const response = await new Promise<Response>((resolve, reject) => {
       stream.once('response', resolve);
       stream.once('error', reject);
@@ -261,6 +280,7 @@ async function writeMultipart(
         for await (const chunk of segment.file.stream) if (!(await write(chunk))) return;
       } else {
         const size = sizeOf(segment.file) ?? 0;
+        if (closed || stream.destroyed) return;
         const handle = await open(segment.file.path, 'r');
         try {
           for (let position = 0; position < size;) {
