@@ -116,7 +116,7 @@ describe('concurrency', () => {
 describe('intervalCap', () => {
   test('never more than intervalCap requests start in any intervalMs, a sliding window', async () => {
     const { url, stats } = await countingServer(0);
-    const intervalMs = 250;
+    const intervalMs = 400;
     const client = nodeClient({ baseUrl: url, concurrency: 10, intervalCap: 2, intervalMs });
     const started = performance.now();
     await Promise.all([
@@ -126,20 +126,22 @@ describe('intervalCap', () => {
       client.waitForTask('t'),
     ]);
     expect(stats.arrivals).toHaveLength(7);
-    // Arrival times at the server jitter by a few ms against the client's start times; 20 ms of slack
-    // keeps the check about the limit, not the clock. A fixed-window limiter lets 4 through around a
-    // window boundary and fails this.
-    expect(maxInWindow(stats.arrivals, intervalMs - 20)).toBeLessThanOrEqual(2);
-    expect(maxInWindow(stats.arrivals, intervalMs - 20)).toBe(2);
+    // Arrival times at the server lag the client's start times, by tens of ms on a busy CI machine;
+    // 80 ms of slack keeps the check about the limit, not the clock. A fixed-window limiter lets 4
+    // through within a few ms around a window boundary and fails this.
+    const window = intervalMs - 80;
+    expect(maxInWindow(stats.arrivals, window)).toBeLessThanOrEqual(2);
+    expect(maxInWindow(stats.arrivals, window)).toBe(2);
     // 7 requests at 2 per window need at least 3 full windows
     expect(performance.now() - started).toBeGreaterThanOrEqual(3 * intervalMs - 20);
   });
 
   test('intervalCap and concurrency together', async () => {
     const { url, stats } = await countingServer(40);
-    const client = nodeClient({ baseUrl: url, concurrency: 2, intervalCap: 3, intervalMs: 100 });
+    const client = nodeClient({ baseUrl: url, concurrency: 2, intervalCap: 3, intervalMs: 250 });
     await Promise.all(Array.from({ length: 12 }, (_, i) => client.fetchFolder({ folder_id: i + 1 })));
     expect(stats.maxInFlight).toBeLessThanOrEqual(2);
-    expect(maxInWindow(stats.arrivals, 80)).toBeLessThanOrEqual(3);
+    // Concurrency alone would let about 2 per 40 ms arrive, 8 in the window: the cap is what holds.
+    expect(maxInWindow(stats.arrivals, 170)).toBeLessThanOrEqual(3);
   });
 });
