@@ -303,4 +303,40 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
       expect(await readdir(join(world.dir, 'inbox'))).toEqual([]);
     });
   }
+
+  it('a crash after the server took the upload but before its task id was stored: sent again, the DUPLICATE answer gives the first document', async () => {
+    world = await makeWorld();
+    const content = invoice('R-lost-answer');
+    const path = join(world.dir, 'inbox', 'lost-answer.txt');
+    await writeFile(path, content);
+    // What the crashed daemon had done: the server holds the document, the DB still says "uploading".
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    const [first] = (
+      await client.uploadAndWait({ files: [{ path }], template_id: world.templateId }, { intervalMs: 20 })
+    ).tasks;
+    expect(first!.status).toBe('DONE');
+    const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
+    const db = new StateDb(world.config().state_db);
+    const row = db.discover(
+      join(world.dir, 'inbox'),
+      path,
+      'lost-answer.txt',
+      size,
+      Math.floor(mtimeMs),
+      Date.now(),
+    );
+    db.update(row.id, { state: 'uploading', sha256: sha(content), document_id: null }, Date.now());
+    db.close();
+
+    const daemon = await world.start();
+    await until('archived', () => daemon.db.get(row.id)!.state === 'archived');
+    expect(world.emulator.stats().uploadsByHash[sha(content)]).toBe(2);
+    const done = daemon.db.get(row.id)!;
+    expect(done.outcome).toBe('duplicate');
+    expect(done.document_id).toBe(first!.document_id);
+    const json = (await readdir(join(world.dir, 'results'))).find((f) => f.endsWith('.json'))!;
+    expect(json).toBe(`lost-answer.doc-${first!.document_id}.json`);
+    const written = JSON.parse(await readFile(join(world.dir, 'results', json), 'utf8'));
+    expect(written.document.General_fields['Invoice number'].value).toBe('R-lost-answer');
+  });
 });
