@@ -1,33 +1,13 @@
 /**
- * The packed n8n-nodes-docex tarball in a real n8n 2.40.7 (installed once into the user cache by
- * scripts/n8n-install.sh), its workflows run with `n8n execute` against the emulator.
+ * The packed n8n-nodes-docex tarball in a real n8n 2.40.7, its workflows run with `n8n execute`
+ * against the emulator.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../emulator/index.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
 
-const repo = join(import.meta.dirname, '../..');
-let emulator: Emulator;
-let home: string;
-let n8n: string;
-let env: NodeJS.ProcessEnv;
-
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(n8n, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
-
-/** What n8n printed last, for a failure message: it reports start-up errors on stdout. */
-const tail = (r: { stdout: string; stderr: string }) => `${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`;
+let n8n: RealN8n;
 
 type RunData = Record<
   string,
@@ -45,11 +25,8 @@ type RunData = Record<
 >;
 
 async function execute(workflow: object & { id: string }): Promise<RunData> {
-  const file = join(home, `${workflow.id}.json`);
-  await writeFile(file, JSON.stringify(workflow));
-  const imported = await run(['import:workflow', `--input=${file}`]);
-  expect(imported.code, tail(imported)).toBe(0);
-  const result = await run(['execute', '--id', workflow.id, '--rawOutput']);
+  await n8n.importWorkflow(workflow);
+  const result = await n8n.run(['execute', '--id', workflow.id, '--rawOutput']);
   // n8n may print log lines around the run's JSON: take the block from a line "{" to the last line "}".
   const lines = result.stdout.split('\n');
   const json = lines.slice(lines.indexOf('{'), lines.lastIndexOf('}') + 1).join('\n');
@@ -79,7 +56,7 @@ const docex = (name: string, parameters: Record<string, unknown>, extra: Record<
   type: 'n8n-nodes-docex.docex',
   typeVersion: 1,
   position: [nodeId * 200, 0],
-  credentials: { docexApi: { id: 'docexcred0000001', name: 'Docex' } },
+  credentials: CREDENTIAL,
   ...extra,
 });
 const chain = (names: string[]) =>
@@ -106,62 +83,13 @@ const workflow = (id: string, nodes: Array<{ name: string }>) => ({
 });
 
 beforeAll(async () => {
-  n8n = execFileSync('bash', [join(repo, 'scripts/n8n-install.sh')], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
-  home = await mkdtemp(join(tmpdir(), 'docex-n8n-e2e-'));
-  const nodesDir = join(home, '.n8n', 'nodes');
-  await mkdir(join(nodesDir, 'node_modules'), { recursive: true });
-  execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'n8n'], { cwd: repo, stdio: 'ignore' });
-  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', home], {
-    cwd: repo,
-    stdio: 'ignore',
-  });
-  const tarball = (await readdir(home)).find((f) => f.endsWith('.tgz'))!;
-  execFileSync('tar', ['-xzf', join(home, tarball), '-C', home]);
-  await rename(join(home, 'package'), join(nodesDir, 'node_modules', 'n8n-nodes-docex'));
-  await writeFile(
-    join(nodesDir, 'package.json'),
-    JSON.stringify({ dependencies: { 'n8n-nodes-docex': '0.1.0' } }),
-  );
-
-  emulator = await startEmulator({ port: 0, taskDelayMs: 100 });
-  await mkdir(join(home, 'files'));
-  await writeFile(join(home, 'files', 'invoice-a.txt'), 'Invoice number: E2E-A\nTotal: 10,50\n');
-  await writeFile(join(home, 'files', 'invoice-b.txt'), 'Invoice number: E2E-B\nTotal: 20,00\n');
-  // vitest sets NODE_ENV=test and VITEST*: n8n must not run in its own test mode.
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'),
-  );
-  env = {
-    ...inherited,
-    NODE_ENV: 'production',
-    N8N_USER_FOLDER: home,
-    N8N_DIAGNOSTICS_ENABLED: 'false',
-    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-    N8N_RUNNERS_ENABLED: 'false',
-    N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
-    N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
-  };
-  await writeFile(
-    join(home, 'creds.json'),
-    JSON.stringify([
-      {
-        id: 'docexcred0000001',
-        name: 'Docex',
-        type: 'docexApi',
-        data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
-      },
-    ]),
-  );
-  const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
-  expect(creds.code, tail(creds)).toBe(0);
+  n8n = await prepareN8n();
+  await writeFile(join(n8n.home, 'files', 'invoice-a.txt'), 'Invoice number: E2E-A\nTotal: 10,50\n');
+  await writeFile(join(n8n.home, 'files', 'invoice-b.txt'), 'Invoice number: E2E-B\nTotal: 20,00\n');
 });
 
 afterAll(async () => {
-  await emulator?.stop();
-  if (home) await rm(home, { recursive: true, force: true });
+  await n8n?.cleanup();
 });
 
 describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
@@ -227,7 +155,7 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
     const runData = await execute(
       workflow('wfmain000000001', [
         {
-          parameters: { fileSelector: join(home, 'files', '*.txt'), options: {} },
+          parameters: { fileSelector: join(n8n.home, 'files', '*.txt'), options: {} },
           id: 'read',
           name: 'Read Files',
           type: 'n8n-nodes-base.readWriteFile',
@@ -301,6 +229,6 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
     expect(out(runData, 'Rerun')[0]!.json).toMatchObject({ rerun: 2, not_rerun: 0 });
     const deleted = out(runData, 'Delete')[0]!.json;
     expect(deleted).toEqual({ success: true, doc_id: uploads[0]!.json.document_id });
-    expect(emulator.stats().requestsByOperation.delete_doc).toBe(1);
+    expect(n8n.emulator.stats().requestsByOperation.delete_doc).toBe(1);
   });
 });

@@ -1,0 +1,112 @@
+/**
+ * A real n8n 2.40.7 (installed once into the user cache by scripts/n8n-install.sh) in a fresh user
+ * folder, with the packed n8n-nodes-docex tarball installed the way users install it, and a Docex
+ * credential pointing at an emulator started for the test.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { expect } from 'vitest';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
+
+const repo = join(import.meta.dirname, '../..');
+
+export interface RealN8n {
+  home: string;
+  /** n8n's install folder (its node_modules hold n8n's own dependencies). */
+  installDir: string;
+  bin: string;
+  env: NodeJS.ProcessEnv;
+  emulator: Emulator;
+  /** Runs an n8n CLI command to its end. */
+  run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Imports a workflow (its JSON carries an id). */
+  importWorkflow(workflow: { id: string; [key: string]: unknown }): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/** What n8n printed last, for a failure message: it reports start-up errors on stdout. */
+export const tail = (r: { stdout: string; stderr: string }) =>
+  `${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`;
+
+export const CREDENTIAL = { docexApi: { id: 'docexcred0000001', name: 'Docex' } };
+
+export async function prepareN8n(emulatorOptions: EmulatorOptions = {}): Promise<RealN8n> {
+  const bin = execFileSync('bash', [join(repo, 'scripts/n8n-install.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
+  const home = await mkdtemp(join(tmpdir(), 'docex-n8n-e2e-'));
+  const nodesDir = join(home, '.n8n', 'nodes');
+  await mkdir(join(nodesDir, 'node_modules'), { recursive: true });
+  execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'n8n'], { cwd: repo, stdio: 'ignore' });
+  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', home], {
+    cwd: repo,
+    stdio: 'ignore',
+  });
+  const tarball = (await readdir(home)).find((f) => f.endsWith('.tgz'))!;
+  execFileSync('tar', ['-xzf', join(home, tarball), '-C', home]);
+  await rename(join(home, 'package'), join(nodesDir, 'node_modules', 'n8n-nodes-docex'));
+  await writeFile(
+    join(nodesDir, 'package.json'),
+    JSON.stringify({ dependencies: { 'n8n-nodes-docex': '0.1.0' } }),
+  );
+
+  const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
+  await mkdir(join(home, 'files'));
+  // vitest sets NODE_ENV=test and VITEST*: n8n must not run in its own test mode.
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'),
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...inherited,
+    NODE_ENV: 'production',
+    N8N_USER_FOLDER: home,
+    N8N_DIAGNOSTICS_ENABLED: 'false',
+    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+    N8N_RUNNERS_ENABLED: 'false',
+    N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
+    N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+  };
+  const run = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+  await writeFile(
+    join(home, 'creds.json'),
+    JSON.stringify([
+      {
+        ...CREDENTIAL.docexApi,
+        type: 'docexApi',
+        data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
+      },
+    ]),
+  );
+  const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
+  expect(creds.code, tail(creds)).toBe(0);
+
+  return {
+    home,
+    installDir: dirname(dirname(dirname(bin))),
+    bin,
+    env,
+    emulator,
+    run,
+    async importWorkflow(workflow) {
+      const file = join(home, `${workflow.id}.json`);
+      await writeFile(file, JSON.stringify(workflow));
+      const imported = await run(['import:workflow', `--input=${file}`]);
+      expect(imported.code, tail(imported)).toBe(0);
+    },
+    async cleanup() {
+      await emulator.stop();
+      await rm(home, { recursive: true, force: true });
+    },
+  };
+}
