@@ -26,6 +26,8 @@ const WatchFolder = z.strictObject({
   stable_ms: z.number().int().min(0).default(2000),
   /** Poll the file system instead of native events (network shares). */
   polling: z.boolean().default(false),
+  /** With polling: how often each folder and file is looked at. */
+  polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
   metadata: z.string().optional(),
 });

@@ -36,7 +36,8 @@ export class FolderWatcher {
     this.watcher = chokidar.watch(this.watch.path, {
       ignoreInitial: true,
       usePolling: this.watch.polling,
-      interval: 1000,
+      interval: this.watch.polling_interval_ms,
+      binaryInterval: this.watch.polling_interval_ms,
       depth: this.watch.recursive ? undefined : 0,
       followSymlinks: false,
       ignored: (path) => path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path)),

@@ -77,6 +77,15 @@ describe('docex-sync pipeline against the emulator', () => {
     expect(Object.values(uploads)).toEqual([1, 1]);
   });
 
+  it('the periodic rescan finds a file the watcher never reported', async () => {
+    // Polling once an hour: chokidar is blind for the test's duration, only the rescan (1 s) can see.
+    world = await makeWorld({ watchYaml: '    polling: true\n    polling_interval_ms: 3600000' });
+    const daemon = await world.start();
+    await writeFile(join(world.dir, 'inbox', 'missed.txt'), invoice('M-1'));
+    await until('archived', () => daemon.db.counts().archived === 1, 10_000);
+    expect(await readdir(join(world.dir, 'processed'))).toEqual(['missed.txt']);
+  });
+
   it('ignores temporary, hidden and system files, and skips symlinks', async () => {
     world = await makeWorld();
     const daemon = await world.start();
