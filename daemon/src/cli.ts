@@ -10,7 +10,6 @@ import { parseArgs } from 'node:util';
 import {
   DocexAuthenticationError,
   DocexConnectionError,
-  DocexError,
   type DocexClient,
 } from '../../shared/src/core/index.ts';
 import { createNodeClient } from '../../shared/src/node/index.ts';
@@ -262,7 +261,7 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof ConfigError) return EXIT.usage;
     if (error instanceof DocexAuthenticationError) return EXIT.auth;
     if (error instanceof DocexConnectionError) return EXIT.unreachable;
-    return error instanceof DocexError ? EXIT.failure : EXIT.failure;
+    return EXIT.failure;
   }
 }
 

@@ -85,6 +85,25 @@ describe('docex-sync as a process', () => {
     expect(await second.exited).toBe(0);
   });
 
+  it('stopped with SIGTERM during an upload, it lets the upload store its task id, exits 0, and resumes without re-sending', async () => {
+    world = await makeWorld({ taskDelayMs: 200 });
+    world.emulator.faults.set({ latencyMs: [1500, 1500], operations: ['upload_file'] });
+    await writeFile(join(world.dir, 'inbox', 'term.txt'), invoice('T-1'));
+    const first = runCli(['run', '--config', world.configFile]);
+    await until('uploading', () => stateOf(world, 'term.txt') === 'uploading', 20_000);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(stateOf(world, 'term.txt')).toBe('uploaded');
+    expect(first.output()).toContain('"msg":"stopped"');
+
+    world.emulator.faults.clear();
+    const second = runCli(['run', '--config', world.configFile]);
+    await until('archived after restart', () => stateOf(world, 'term.txt') === 'archived', 20_000);
+    expect(world.emulator.stats().uploadsByHash[sha(invoice('T-1'))]).toBe(1);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
   it('status reports counts and errors; check validates config and key; exit codes are the documented ones', async () => {
     world = await makeWorld();
     await writeFile(join(world.dir, 'inbox', 'ok.txt'), invoice('S-1'));
@@ -209,6 +228,44 @@ describe('pull and reruns', () => {
     const recorded = db.lastReruns() as Array<{ status: string; rerun: number | null }>;
     expect(recorded.map((r) => r.status)).toEqual(['done', 'done', 'done', 'dry-run']);
     db.close();
+  });
+});
+
+describe('a bulk rerun from the command line', () => {
+  it('1,001 documents: a dry run sends nothing, a real run sends three chunks of at most 500 with progress lines', async () => {
+    world = await makeWorld();
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    const total = 1001;
+    for (let start = 0; start < total; start += 250) {
+      const files = Array.from({ length: Math.min(250, total - start) }, (_, i) => ({
+        data: new TextEncoder().encode(invoice(`B-${start + i}`)),
+        fileName: `b${start + i}.txt`,
+      }));
+      await client.uploadFile({ files, template_id: world.templateId });
+    }
+    await until(
+      `${total} documents`,
+      async () => (await client.fetchDocuments({ template_id: world.templateId })).length === total,
+      30_000,
+    );
+    const args = ['rerun', '--config', world.configFile, '--template-id', String(world.templateId)];
+
+    const dry = runCli([...args, '--dry-run']);
+    expect(await dry.exited).toBe(0);
+    expect(dry.output()).toContain(`Dry run: ${total} document(s) would be rerun.`);
+    expect(world.emulator.stats().requestsByOperation.rerun_documents).toBeUndefined();
+
+    const real = runCli([...args, '--override']);
+    expect(await real.exited).toBe(0);
+    expect(real.output()).toContain(`Rerun: ${total} dispatched, 0 not rerun, of ${total} document(s).`);
+    expect(world.emulator.stats().requestsByOperation.rerun_documents).toBe(3);
+    const progress = real
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"rerun progress"'))
+      .map((line) => JSON.parse(line) as { chunk: string; rerun_count: number });
+    expect(progress.map((p) => p.chunk).sort()).toEqual(['1/3', '2/3', '3/3']);
+    expect(progress.map((p) => p.rerun_count).sort()).toEqual([1, 500, 500]);
   });
 });
 
