@@ -80,7 +80,7 @@ export const ConfigSchema = z.strictObject({
       template_id: positiveInt.optional(),
       /** Each pull asks again for this much time before the cursor, so nothing at the boundary is missed. */
       overlap_ms: z.number().int().min(0).default(120_000),
-      since: z.iso.datetime({ offset: true }).optional(),
+      since: z.union([z.iso.date(), z.iso.datetime({ offset: true })]).optional(),
     })
     .optional(),
   reruns: z.array(Rerun).default([]),

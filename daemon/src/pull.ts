@@ -3,6 +3,7 @@
  * SQLite and moves only after every document of a pull was written; each pull asks again for
  * `overlap_ms` before the cursor, so nothing at the boundary is missed (writes are idempotent).
  */
+import { ConfigError } from './config.ts';
 import { inside, writeAtomic } from './files.ts';
 import type { PipelineDeps } from './pipeline.ts';
 
@@ -11,7 +12,7 @@ const CURSOR = 'pull.cursor';
 export async function pullOnce(deps: PipelineDeps) {
   const { db, client, config, log } = deps;
   const pull = config.pull;
-  if (!pull) throw new Error('no "pull" section in the config');
+  if (!pull) throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
   const now = deps.now ?? Date.now;
   const startedAt = now();
   const cursor = Number(

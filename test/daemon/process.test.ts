@@ -1,7 +1,8 @@
 /** The daemon as a real process (crash, restart, graceful stop), the CLI, pulls, reruns and config errors. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdir, readFile, writeFile, appendFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -133,6 +134,57 @@ describe('docex-sync as a process', () => {
     expect(noKey.output()).toContain('DOCEX_API_KEY');
     const usage = runCli(['frobnicate']);
     expect(await usage.exited).toBe(2);
+  });
+
+  it('every command has --help; pull works one-off with the key from a key file and the URL from DOCEX_BASE_URL', async () => {
+    world = await makeWorld();
+    for (const command of ['run', 'status', 'rerun', 'pull', 'retry', 'check']) {
+      const help = runCli([command, '--help']);
+      expect(await help.exited).toBe(0);
+      expect(help.output()).toMatch(new RegExp(`^Usage: docex-sync ${command} --config FILE`));
+    }
+    const notConfigured = runCli(['pull', '--config', world.configFile]);
+    expect(await notConfigured.exited).toBe(2);
+    expect(notConfigured.output()).toContain('docex-sync pull: no "pull" section in the config');
+
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    const { tasks } = await client.uploadAndWait(
+      { files: [{ data: new TextEncoder().encode(invoice('P-1')), fileName: 'p.txt' }] },
+      { intervalMs: 20 },
+    );
+    const yaml = (await readFile(world.configFile, 'utf8')).replace(
+      /base_url: "[^"]+"/,
+      'api_key_file: ./secrets/key.txt',
+    );
+    expect(yaml).not.toContain(world.emulator.url);
+    const configFile = join(world.dir, 'pull-only.yaml');
+    await writeFile(
+      configFile,
+      `${yaml}pull: { schedule: "0 * * * *", output: ./pulled, since: "2020-01-01" }\n`,
+    );
+    await mkdir(join(world.dir, 'secrets'));
+    await writeFile(join(world.dir, 'secrets', 'key.txt'), `${SECRET}\n`);
+    const env = { DOCEX_API_KEY: '', DOCEX_BASE_URL: world.emulator.url };
+    const pull = runCli(['pull', '--config', configFile], env);
+    expect(await pull.exited).toBe(0);
+    expect(pull.output()).toContain('Pulled 1 document(s) changed since 2019-12-31T23:58:00.000Z');
+    const id = tasks[0]!.document_id!;
+    expect(await readdir(join(world.dir, 'pulled'))).toEqual([`document-${id}.json`]);
+    expect(pull.output()).not.toContain(SECRET);
+
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const unreachable = runCli(['check', '--config', configFile], {
+      ...env,
+      DOCEX_BASE_URL: `http://127.0.0.1:${closed}`,
+    });
+    expect(await unreachable.exited).toBe(4);
+    expect(unreachable.output()).toMatch(/docex-sync check: .*check_api_key/);
+    expect(unreachable.output()).not.toContain('    at ');
   });
 
   it('retry puts failed files back into the watched folder', async () => {
