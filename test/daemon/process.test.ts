@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '../../shared/src/node/index.ts';
-import { ConfigError, loadConfig } from '../../daemon/src/config.ts';
+import { z } from 'zod/v4';
+import { ConfigError, ConfigSchema, loadConfig } from '../../daemon/src/config.ts';
 import { createLogger } from '../../daemon/src/logging.ts';
 import { pullOnce } from '../../daemon/src/pull.ts';
 import { runRerun } from '../../daemon/src/reruns.ts';
@@ -322,6 +323,35 @@ describe('a bulk rerun from the command line', () => {
 });
 
 describe('config', () => {
+  it('the annotated example is valid and mentions every key the config accepts', async () => {
+    const file = join(import.meta.dirname, '../../examples/docex-sync.yaml');
+    expect(loadConfig(file).watch[0]!.template_id).toBe(12);
+    const text = await readFile(file, 'utf8');
+    const keys = (schema: z.ZodType, path: string): string[] => {
+      const def = schema.def as {
+        type: string;
+        innerType?: z.ZodType;
+        element?: z.ZodType;
+        shape?: Record<string, z.ZodType>;
+      };
+      if (def.innerType) return keys(def.innerType, path);
+      if (def.element) return keys(def.element, `${path.slice(0, -1)}[].`);
+      if (!def.shape) return [];
+      return Object.entries(def.shape).flatMap(([k, v]) => [`${path}${k}`, ...keys(v, `${path}${k}.`)]);
+    };
+    // Each key is looked for inside its own top-level section (to the next unindented line).
+    const section = (top: string) =>
+      new RegExp(`^${top}:[^\\n]*\\n(?:[ #][^\\n]*\\n|\\n)*`, 'm').exec(text)?.[0] ?? '';
+    const all = keys(ConfigSchema, '');
+    const missing = all.filter((key) => {
+      const [top, ...rest] = key.replaceAll('[]', '').split('.');
+      if (!rest.length) return !new RegExp(`^${top}:`, 'm').test(text);
+      return !new RegExp(`^\\s*(#\\s*)?(- )?${rest.at(-1)}:`, 'm').test(section(top!));
+    });
+    expect(all.length).toBeGreaterThan(40);
+    expect(missing).toEqual([]);
+  });
+
   it('names the file, the key and what is expected; refuses output folders inside the watched folder', async () => {
     world = await makeWorld();
     const file = join(world.dir, 'bad.yaml');
