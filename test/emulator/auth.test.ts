@@ -1,12 +1,8 @@
 /** Authentication rules 1–3: the bearer credential, check_api_key, company scoping everywhere. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, openApi, upload, type Api } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { catalog, upload, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi();
-});
-afterAll(async () => api.emu.stop());
+const api = useApi();
 
 describe('authentication', () => {
   it('1. every endpoint needs the bearer credential: missing or wrong → 401 JSON', async () => {

@@ -1,9 +1,8 @@
 /** fetch_files_batch rules 1–4 and its error table, row by row. */
 import yauzl from 'yauzl';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, form, openApi, upload, type Api } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { catalog, form, upload, useApi } from './helpers.ts';
 
-let api: Api;
 let tpl = 0;
 const entries = (bytes: Uint8Array) =>
   new Promise<string[]>((resolve, reject) =>
@@ -18,11 +17,10 @@ const entries = (bytes: Uint8Array) =>
     }),
   );
 
+const api = useApi();
 beforeAll(async () => {
-  api = await openApi();
   tpl = (await catalog(api)).template.id;
 });
-afterAll(async () => api.emu.stop());
 const batch = (json: unknown, key?: string) => api.call('POST', '/v1/fetch_files_batch/', { json, key });
 
 describe('fetch_files_batch', () => {

@@ -1,12 +1,8 @@
 /** Paths (with and without the trailing slash, both instruction forms) and the catalog's own rules. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, openApi, upload, type Api } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { catalog, upload, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi();
-});
-afterAll(async () => api.emu.stop());
+const api = useApi();
 
 describe('catalog paths and rules', () => {
   it('paths with and without the trailing slash; instruction ids in the query or as a path segment', async () => {

@@ -2,15 +2,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startEmulator } from '../../emulator/index.ts';
-import { catalog, openApi, type Api } from './helpers.ts';
+import { catalog, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi({ controls: true });
-});
-afterAll(async () => api.emu.stop());
+const api = useApi({ controls: true });
 
 describe('test controls', () => {
   it('faults: injected statuses, 429 with Retry-After above a rate, 413 above a size, dropped connections', async () => {

@@ -1,12 +1,8 @@
 /** The four rules of the CSV upload to a datatable match agent. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, form, openApi, upload, type Api } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { catalog, form, upload, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi();
-});
-afterAll(async () => api.emu.stop());
+const api = useApi();
 
 describe('CSV upload to a datatable match agent', () => {
   const csv = (text: string, name = 'table.csv') => form([[name, text]], 'file');

@@ -1,15 +1,14 @@
 /** fetch_documents rules 1–6 and fetch_file / fetch_raw_text. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, openApi, upload, type Api } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { catalog, upload, useApi } from './helpers.ts';
 
-let api: Api;
 let now = Date.UTC(2026, 0, 10, 12, 0, 0);
 let c1: Awaited<ReturnType<typeof catalog>>;
 let c2: Awaited<ReturnType<typeof catalog>>;
 const docs: Record<string, number> = {};
 
+const api = useApi({ now: () => now });
 beforeAll(async () => {
-  api = await openApi({ now: () => now });
   c1 = await catalog(api);
   c2 = await catalog(api);
   now = Date.UTC(2026, 0, 10, 12, 0, 0);
@@ -31,7 +30,6 @@ beforeAll(async () => {
     api.B,
   );
 });
-afterAll(async () => api.emu.stop());
 
 const ids = async (query: string) => {
   const r = await api.call('GET', `/v1/fetch_documents/${query}`);

@@ -1,12 +1,8 @@
 /** Errors: the 422 validation format (missing, wrong type, bad enum, invalid JSON). */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, openApi, type Api } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { catalog, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi();
-});
-afterAll(async () => api.emu.stop());
+const api = useApi();
 
 describe('validation errors (422)', () => {
   it('missing, wrong type, bad enum, invalid JSON: detail entries with loc, msg, type, input', async () => {

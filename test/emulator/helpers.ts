@@ -1,5 +1,6 @@
 /** Plain HTTP against the emulator: the rules are checked as the service's users would see them. */
 import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 
 export interface Api {
@@ -11,6 +12,16 @@ export interface Api {
   ): Promise<{ status: number; body: any; headers: Headers; bytes: Uint8Array }>;
   A: string;
   B: string;
+}
+
+/** One emulator for the whole file: started before its tests, stopped after them. */
+export function useApi(options: EmulatorOptions = {}): Api {
+  const api = {} as Api;
+  beforeAll(async () => {
+    Object.assign(api, await openApi(options));
+  });
+  afterAll(async () => api.emu.stop());
+  return api;
 }
 
 export async function openApi(options: EmulatorOptions = {}): Promise<Api> {

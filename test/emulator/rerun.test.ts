@@ -1,14 +1,12 @@
 /** rerun_documents rules 1–5. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, openApi, upload, type Api } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { catalog, upload, useApi } from './helpers.ts';
 
-let api: Api;
 let cat: Awaited<ReturnType<typeof catalog>>;
+const api = useApi();
 beforeAll(async () => {
-  api = await openApi();
   cat = await catalog(api);
 });
-afterAll(async () => api.emu.stop());
 const rerun = (json: unknown, key?: string) => api.call('POST', '/v1/rerun_documents/', { json, key });
 
 describe('rerun_documents', () => {

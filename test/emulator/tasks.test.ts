@@ -1,13 +1,9 @@
 /** Tasks (rule 1 of States and transitions), uploads and the deterministic extraction. */
 import { deflateSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog, form, openApi, upload, type Api } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { catalog, form, upload, useApi } from './helpers.ts';
 
-let api: Api;
-beforeAll(async () => {
-  api = await openApi();
-});
-afterAll(async () => api.emu.stop());
+const api = useApi();
 
 function pdf(lines: string[]): Uint8Array {
   const content = deflateSync(Buffer.from(['BT', ...lines.map((l) => `(${l}) Tj T*`), 'ET'].join('\n')));
