@@ -24,7 +24,7 @@ export function useApi(options: EmulatorOptions = {}): Api {
   return api;
 }
 
-export async function openApi(options: EmulatorOptions = {}): Promise<Api> {
+async function openApi(options: EmulatorOptions = {}): Promise<Api> {
   const emu = await startEmulator({ port: 0, taskDelayMs: 20, ...options });
   const [A, B] = emu.keys as [string, string];
   return {
