@@ -132,6 +132,22 @@ describe('docex-sync pipeline against the emulator', () => {
     expect(report.failed_at).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
+  it('an upload the service refuses (413) fails at once with the reason; others go on', async () => {
+    world = await makeWorld();
+    world.emulator.faults.set({ maxUploadBytes: 1000, operations: ['upload_file'] });
+    const daemon = await world.start();
+    await writeFile(join(world.dir, 'inbox', 'huge.txt'), invoice('H-1') + 'x'.repeat(5000));
+    await writeFile(join(world.dir, 'inbox', 'small.txt'), invoice('H-2'));
+    await until('huge failed, small archived', () => {
+      const failed = daemon.db.inState('failed');
+      return daemon.db.counts().archived === 1 && failed.length === 1 && failed[0]!.finalized;
+    });
+    const report = JSON.parse(await readFile(join(world.dir, 'failed', 'huge.txt.error.json'), 'utf8'));
+    expect(report).toMatchObject({ file: 'huge.txt', status: 'failed', attempts: 1 });
+    expect(report.reason).toMatch(/upload refused: upload_file: .*413/);
+    expect(world.emulator.stats().requestsByOperation.upload_file).toBe(2);
+  });
+
   it('the same bytes under two names are uploaded once; the second reuses the first document', async () => {
     world = await makeWorld();
     const daemon = await world.start();
