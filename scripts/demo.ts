@@ -67,7 +67,7 @@ try {
 
   const log = createLogger('warn');
   const syncClient = createNodeClient({ baseUrl: emulator.url, apiKey, logger: log });
-  const daemon = await startDaemon(loadConfig(config), syncClient, log, { tickMs: 100 });
+  const daemon = await startDaemon(loadConfig(config), syncClient, log);
   const started = Date.now();
   while (!(
     daemon.pipeline.idle() && daemon.db.counts().archived + daemon.db.counts().failed >= dropped.length

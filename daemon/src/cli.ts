@@ -15,6 +15,7 @@ import {
 import { createNodeClient } from '../../shared/src/node/index.ts';
 import { apiKeyFrom, baseUrlFrom, ConfigError, loadConfig, type Config } from './config.ts';
 import { startDaemon } from './daemon.ts';
+import { decide } from './lifecycle.ts';
 import { createLogger } from './logging.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
@@ -126,11 +127,13 @@ async function retry(config: Config) {
         db.update(row.id, { reason: `retried: ${row.reason}` }, Date.now());
         moved++;
       } else if (!row.finalized) {
-        db.update(
-          row.id,
-          { state: 'discovered', outcome: null, attempts: 0, stable_since: Date.now() },
-          Date.now(),
-        );
+        const { changes } = decide(row, { kind: 'retry-requested' }, Date.now(), {
+          stable_ms: watch.stable_ms,
+          poll: config.poll,
+          upload: config.upload,
+          random: Math.random,
+        });
+        if (changes) db.update(row.id, changes, Date.now());
         moved++;
       }
     }
@@ -250,11 +253,15 @@ export async function main(argv: string[]): Promise<number> {
     }
     // run
     const daemon = await startDaemon(config, client, log);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    const refused = await Promise.race([
+      daemon.failure,
+      new Promise<undefined>((resolve) => {
+        process.once('SIGINT', () => resolve(undefined));
+        process.once('SIGTERM', () => resolve(undefined));
+      }),
+    ]);
     await daemon.stop();
+    if (refused !== undefined) throw refused;
     return EXIT.ok;
   } catch (error) {
     process.stderr.write(`docex-sync ${command}: ${(error as Error).message}\n`);

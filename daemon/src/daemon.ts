@@ -5,6 +5,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { DocexClient } from '../../shared/src/core/index.ts';
 import type { Config } from './config.ts';
+import { removeStaleTemps } from './files.ts';
 import { startHttp } from './http.ts';
 import { createMetrics } from './metrics.ts';
 import { Pipeline } from './pipeline.ts';
@@ -17,29 +18,35 @@ export interface RunningDaemon {
   db: StateDb;
   pipeline: Pipeline;
   http: Server | undefined;
+  /** Settles with the error when the run cannot go on (the API key was refused); never resolves otherwise. */
+  failure: Promise<unknown>;
   stop(): Promise<void>;
 }
 
-export async function startDaemon(
-  config: Config,
-  client: DocexClient,
-  log: Logger,
-  options: { tickMs?: number } = {},
-): Promise<RunningDaemon> {
+export async function startDaemon(config: Config, client: DocexClient, log: Logger): Promise<RunningDaemon> {
   const db = new StateDb(config.state_db);
+  try {
+    db.lockExclusive(Date.now());
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   db.abandonRunningReruns(Date.now());
   const metrics = createMetrics(db);
   const pipeline = new Pipeline({ db, client, config, log, metrics });
+  const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
   pipeline.recover();
+  let temps = 0;
   for (const w of config.watch) {
     for (const dir of [w.path, w.output, w.failed_dir, w.processed_dir])
       if (dir) await mkdir(dir, { recursive: true });
+    for (const dir of [w.output, w.failed_dir]) temps += await removeStaleTemps(dir);
   }
-  const watchers = config.watch.map(
-    (w) => new FolderWatcher(w, (...args) => pipeline.candidate(...args), log),
-  );
-  for (const watcher of watchers) await watcher.start();
-  pipeline.start(options.tickMs);
+  if (config.pull) temps += await removeStaleTemps(config.pull.output);
+  if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
+  const watchers = config.watch.map((w) => new FolderWatcher(w, pipeline, log));
+  pipeline.start();
+  await Promise.all(watchers.map((w) => w.start()));
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;
@@ -81,6 +88,7 @@ export async function startDaemon(
     db,
     pipeline,
     http,
+    failure,
     async stop() {
       log.info('stopping: no new uploads; waiting for work in flight');
       for (const t of tasks) await t.stop();

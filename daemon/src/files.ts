@@ -1,6 +1,6 @@
 /** File-system helpers: ignore rules, atomic writes, moves that never leave their folder. */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { safeFileName } from '../../shared/src/core/index.ts';
 import { globToRegExp, type WatchConfig } from './config.ts';
@@ -33,17 +33,41 @@ export function inside(dir: string, child: string): string {
   return target;
 }
 
-/** Writes through a temp file and a rename, so a reader never sees half a file. */
+const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
+
+/**
+ * Writes through a temp file, flushed to disk, and a rename: a reader never sees half a file, and
+ * after a power loss the file is either the old one or the whole new one.
+ */
 export async function writeAtomic(path: string, data: string | Uint8Array) {
   await mkdir(dirname(path), { recursive: true });
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
   try {
-    await writeFile(temp, data, { flag: 'wx' });
+    const file = await open(temp, 'wx');
+    try {
+      await file.writeFile(data);
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
     await rename(temp, path);
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
   }
+}
+
+/** Removes the temp files of writes a crash cut short (`.<name>.<8 hex>.tmp`) under `dir`; returns how many. */
+export async function removeStaleTemps(dir: string): Promise<number> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  } catch {
+    return 0;
+  }
+  const stale = entries.filter((e) => e.isFile() && TEMP.test(e.name));
+  await Promise.all(stale.map((e) => rm(join(e.parentPath, e.name), { force: true })));
+  return stale.length;
 }
 
 const exists = (p: string) =>

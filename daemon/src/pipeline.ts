@@ -1,24 +1,35 @@
 /**
- * The pipeline: stability check, upload, task polling, results, archiving. Each step reads the
- * state DB, commits the next state, then does its side effect; a crash resumes from the DB.
+ * The pipeline, the imperative shell around lifecycle.ts: it observes files and the service, asks
+ * `decide` what follows, commits that to the state DB and carries out the effect.
+ *
+ * Event-driven: work starts when it becomes possible (a file reported by the watcher, a job
+ * finishing, the earliest next_at coming due on one timer). Each file's steps run as its own job,
+ * so a slow or hung request holds back only its own file (bounded by api.timeout_ms). With nothing
+ * due there is no timer at all.
  */
 import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { lstat, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import {
-  DocexApiError,
-  DocexError,
-  DocexInputError,
-  type DocexClient,
-  type TaskResult,
-} from '../../shared/src/core/index.ts';
+import type { DocexClient, TaskResult } from '../../shared/src/core/index.ts';
 import type { Config, WatchConfig } from './config.ts';
 import { inside, moveInto, writeAtomic } from './files.ts';
+import {
+  ACTIVE_STATES,
+  decide,
+  describe,
+  type Decision,
+  type Effect,
+  type FileRow,
+  type Observation,
+  type Policy,
+  NEVER,
+} from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
 import { writeResults } from './results.ts';
-import type { FileRow, StateDb } from './state.ts';
+import type { NewFile, StateDb } from './state.ts';
 
 export interface PipelineDeps {
   db: StateDb;
@@ -27,6 +38,27 @@ export interface PipelineDeps {
   log: Logger;
   metrics?: Metrics;
   now?: () => number;
+}
+
+/** What a notifier, the status page or a test can subscribe to. */
+export interface PipelineEvents {
+  'file-failed': [row: FileRow];
+  'result-written': [row: FileRow, files: string[]];
+  'file-archived': [row: FileRow];
+  'watch-paused': [watch: string, reason: string];
+  'watch-resumed': [watch: string];
+  'service-unreachable': [reason: string];
+  /** The API key was refused: the run must stop (exit 3). */
+  'run-refused': [error: unknown];
+}
+
+/** A file found by the watcher or a scan. */
+export interface Candidate {
+  path: string;
+  rel: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
 }
 
 const sha256File = (path: string) =>
@@ -38,180 +70,332 @@ const sha256File = (path: string) =>
       .on('error', reject);
   });
 
-/** Permanent: the same request would fail again (4xx other than 408/429, bad input, unusable answer). */
-const isPermanent = (error: unknown) =>
-  error instanceof DocexInputError ||
-  (error instanceof DocexError &&
-    !error.retryable &&
-    (!(error instanceof DocexApiError) || error.status < 500));
+/** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
+const LOCAL_JOBS = 8;
+/** A paused watch sends one file every this long to see whether the template or folder is back. */
+const PROBE_MS = 60_000;
+const UNREACHABLE = 'service.unreachable';
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
 
-export class Pipeline {
+export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly deps: PipelineDeps;
   private readonly now: () => number;
-  private readonly inflight = new Set<Promise<void>>();
   private readonly watches: Map<string, WatchConfig>;
-  private stopping = false;
-  private ticking: Promise<void> | undefined;
+  /** Row id → its running job; a row has at most one. */
+  private readonly jobs = new Map<number, Promise<void>>();
+  private readonly running: Record<JobKind, number> = {
+    stabilize: 0,
+    upload: 0,
+    poll: 0,
+    archive: 0,
+    report: 0,
+  };
+  /** Hashes being uploaded now: a second row with the same bytes waits (checked before any await). */
+  private readonly uploadingHashes = new Set<string>();
+  private readonly probing = new Set<string>();
+  private pumpQueued = false;
   private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private started = false;
+  private stopping = false;
+  private refused: unknown;
 
   constructor(deps: PipelineDeps) {
+    super();
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     this.watches = new Map(deps.config.watch.map((w) => [w.path, w]));
   }
 
+  private policy(watch: string): Policy {
+    const { config } = this.deps;
+    return {
+      stable_ms: this.watches.get(watch)?.stable_ms ?? 2000,
+      poll: config.poll,
+      upload: config.upload,
+      random: Math.random,
+    };
+  }
+
+  /** Asks the lifecycle, commits the changes, reports run-level effects. Returns the decision. */
+  private apply(row: FileRow, observation: Observation): { decision: Decision; row: FileRow } {
+    const now = this.now();
+    const decision = decide(row, observation, now, this.policy(row.watch));
+    const next = decision.changes ? { ...row, ...decision.changes, updated_at: now } : row;
+    if (decision.changes) this.deps.db.update(row.id, decision.changes, now);
+    if (next.state === 'failed' && row.state !== 'failed') {
+      this.deps.metrics?.failed.inc();
+      this.deps.log.error({ file: row.path, reason: next.reason }, 'failed');
+      this.emit('file-failed', next);
+    }
+    this.runLevel(decision.effect, row);
+    return { decision, row: next };
+  }
+
+  private runLevel(effect: Effect, row: FileRow) {
+    const { db, log } = this.deps;
+    if (effect.kind === 'stop-run') {
+      if (this.refused === undefined) {
+        this.refused = effect.error;
+        log.fatal(
+          { err: describe(effect.error) },
+          'the service refused the API key: stopping; no file was changed',
+        );
+        this.emit('run-refused', effect.error);
+      }
+    } else if (effect.kind === 'pause-watch') {
+      const now = this.now();
+      db.pauseWatch(row.watch, effect.reason, now, now + PROBE_MS);
+      log.error(
+        { folder: row.watch, reason: effect.reason, retryInMs: PROBE_MS },
+        'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
+      );
+      this.emit('watch-paused', row.watch, effect.reason);
+    } else if (effect.kind === 'service-unreachable') {
+      if (!db.getValue(UNREACHABLE)) {
+        db.setValue(UNREACHABLE, JSON.stringify({ since: this.now(), reason: effect.reason }));
+        log.error({ reason: effect.reason }, 'the service cannot be reached; files wait and are retried');
+        this.emit('service-unreachable', effect.reason);
+      }
+    }
+  }
+
+  private reachable() {
+    if (this.deps.db.getValue(UNREACHABLE)) {
+      this.deps.db.deleteValue(UNREACHABLE);
+      this.deps.log.info('the service can be reached again');
+    }
+  }
+
   /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
   recover() {
     const { db, log } = this.deps;
-    const now = this.now();
-    for (const row of db.inState('uploading', 1_000_000)) {
-      db.update(row.id, { state: 'stable', next_at: now }, now);
-      log.warn(
-        { file: row.path },
-        'upload was interrupted before its task id was stored; it will be sent again (a DUPLICATE answer is handled)',
-      );
+    for (const state of ['uploading', 'discovered'] as const) {
+      for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
+        for (const row of rows) {
+          this.apply(row, { kind: 'restarted' });
+          if (state === 'uploading')
+            log.warn(
+              { file: row.path },
+              'upload was interrupted before its task id was stored; it will be sent again (a DUPLICATE answer is handled)',
+            );
+        }
+      }
     }
-    for (const row of db.inState('discovered', 1_000_000)) db.update(row.id, { stable_since: now }, now);
+    db.flush();
   }
 
-  /** A file seen by the watcher or a scan. */
-  candidate(watch: WatchConfig, path: string, rel: string, size: number, mtimeMs: number) {
+  /** Whether a file at `path` is new work, given what the DB knows of that path. */
+  private isNew(
+    watch: WatchConfig,
+    file: Candidate,
+    known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
+  ) {
+    if (!known) return true;
+    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed') return false;
+    // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
+    if (watch.on_success !== 'keep') return true;
+    return (
+      known.size !== file.size ||
+      known.mtime_ms !== file.mtimeMs ||
+      (known.ino !== 0 && known.ino !== file.ino)
+    );
+  }
+
+  /** A file reported by the watcher. */
+  candidate(watch: WatchConfig, file: Candidate) {
     const { db, log } = this.deps;
-    const row = db.current(path);
-    if (row) {
-      if (['discovered', 'stable', 'uploading', 'uploaded', 'done'].includes(row.state)) return;
-      if (row.state === 'failed' && !row.finalized) return;
-      if (row.size === size && row.mtime_ms === mtimeMs) return; // kept in place after success, unchanged
-    }
-    const created = db.discover(watch.path, path, rel, size, mtimeMs, this.now());
-    log.info({ file: path, id: created.id }, 'discovered');
+    if (!this.isNew(watch, file, db.current(file.path))) return;
+    const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
+    log.info({ file: file.path, id: created.id }, 'discovered');
     this.deps.metrics?.discovered.inc();
+    this.wake();
   }
 
-  start(intervalMs = 250) {
-    const loop = async () => {
-      if (this.stopping) return;
-      this.ticking = this.tick().catch((error: unknown) =>
-        this.deps.log.error({ err: describe(error) }, 'pipeline step failed; retrying'),
-      );
-      await this.ticking;
-      if (!this.stopping) this.timer = setTimeout(() => void loop(), intervalMs);
-    };
-    void loop();
+  /** Everything a scan found, compared with the DB in one read and recorded in one transaction. */
+  ingest(watch: WatchConfig, files: Candidate[]): number {
+    const { db, log } = this.deps;
+    const known = db.known(watch.path);
+    const fresh: NewFile[] = files
+      .filter((f) => this.isNew(watch, f, known.get(f.path)))
+      .map((f) => ({ watch: watch.path, ...f }));
+    if (fresh.length) {
+      db.discoverMany(fresh, this.now(), watch.stable_ms);
+      db.flush();
+      this.deps.metrics?.discovered.inc(fresh.length);
+      for (const f of fresh.slice(0, 20)) log.debug({ file: f.path }, 'discovered');
+      this.wake();
+    }
+    return fresh.length;
   }
 
-  /** Stops starting new work and lets uploads and polls in flight reach a state in the DB. */
+  start() {
+    this.started = true;
+    this.wake();
+  }
+
+  /** Stops starting new work and lets jobs in flight reach a state in the DB. */
   async stop() {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
-    await Promise.allSettled([...this.inflight]);
+    while (this.jobs.size) await Promise.allSettled([...this.jobs.values()]);
+    this.deps.db.flush();
   }
 
-  async tick() {
-    await this.stabilize();
-    this.startUploads();
-    await this.poll();
-    await this.archive();
-    await this.finalizeFailures();
+  /** The run was refused (API key): the error, else undefined. */
+  get refusal() {
+    return this.refused;
   }
 
-  /** Idle: nothing waiting in the pipeline (used by the demo and tests). */
+  /** Idle: nothing waiting in the pipeline (used by the demo, tests and benchmarks). */
   idle(): boolean {
     const c = this.deps.db.counts();
     return (
       c.discovered + c.stable + c.uploading + c.uploaded + c.done === 0 &&
-      this.inflight.size === 0 &&
-      this.deps.db.inState('failed').every((r) => r.finalized)
+      this.jobs.size === 0 &&
+      this.deps.db.due('failed', NEVER - 1, 1).length === 0
     );
   }
 
-  private async stabilize() {
-    const { db, log } = this.deps;
-    for (const row of db.inState('discovered')) {
-      const watch = this.watches.get(row.watch);
-      let info;
+  /** Runs the scheduler soon (once per event-loop turn, however often it is called). */
+  wake() {
+    if (this.pumpQueued || !this.started || this.stopping) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
       try {
-        info = await lstat(row.path);
-      } catch {
-        db.update(
-          row.id,
-          { state: 'failed', reason: 'the file disappeared before it was uploaded', finalized: 1 },
-          this.now(),
-        );
-        log.warn({ file: row.path }, 'file disappeared before upload');
-        continue;
+        this.pump();
+      } catch (error) {
+        this.deps.log.error({ err: describe(error) }, 'scheduler step failed; retrying in 1 s');
+        this.arm(this.now() + 1000);
       }
-      const mtime = Math.floor(info.mtimeMs);
-      const now = this.now();
-      if (info.size !== row.size || mtime !== row.mtime_ms) {
-        db.update(row.id, { size: info.size, mtime_ms: mtime, stable_since: now }, now);
-        continue;
-      }
-      if (now - row.stable_since < (watch?.stable_ms ?? 2000)) continue;
-      const sha256 = await sha256File(row.path);
-      const after = await stat(row.path);
-      if (after.size !== info.size || Math.floor(after.mtimeMs) !== mtime) continue; // still being written
-      db.update(row.id, { state: 'stable', sha256, next_at: this.now() }, this.now());
-      log.debug({ file: row.path, sha256 }, 'stable');
-    }
+    });
   }
 
-  private startUploads() {
+  private pump() {
+    if (this.stopping || this.refused !== undefined) return;
     const { db, config } = this.deps;
-    if (this.stopping) return;
-    const free = config.api.concurrency - this.inflight.size;
-    if (free <= 0) return;
-    for (const row of db.due('stable', this.now(), free)) {
-      const job = this.upload(row).finally(() => this.inflight.delete(job));
-      this.inflight.add(job);
+    const now = this.now();
+    const take = (rows: FileRow[], kind: JobKind, limit: number, run: (row: FileRow) => Promise<void>) => {
+      for (const row of rows) {
+        if (this.running[kind] >= limit) break;
+        if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
+      }
+    };
+    const spare = (kind: JobKind, limit: number) => Math.max(0, limit - this.running[kind]) + this.jobs.size;
+
+    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', LOCAL_JOBS, (r) =>
+      this.stabilize(r),
+    );
+    this.startUploads(now);
+    take(
+      db.due('uploaded', now, spare('poll', config.poll.batch_size)),
+      'poll',
+      config.poll.batch_size,
+      (r) => this.poll(r),
+    );
+    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', LOCAL_JOBS, (r) => this.archive(r));
+    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', LOCAL_JOBS, (r) => this.report(r));
+    db.flush();
+    const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
+    this.arm(Math.min(db.nextDue(now) ?? Infinity, probe));
+  }
+
+  private startUploads(now: number) {
+    const { db, config } = this.deps;
+    const limit = config.api.concurrency;
+    const starting = (row: FileRow) => {
+      if (this.jobs.has(row.id) || this.running.upload >= limit) return;
+      // The same bytes, done or on their way: decided now, before any await, so two names of one
+      // content never both reach the service.
+      const done = row.sha256 ? db.completedWithHash(row.sha256, row.id) : undefined;
+      if (done) {
+        this.apply(row, { kind: 'same-bytes-done', documentId: done.document_id! });
+        this.deps.log.info(
+          { file: row.path, documentId: done.document_id },
+          'same content already processed: not uploaded again',
+        );
+        return;
+      }
+      if (row.sha256 && (this.uploadingHashes.has(row.sha256) || db.inFlightWithHash(row.sha256, row.id))) {
+        this.apply(row, { kind: 'same-bytes-in-flight' });
+        return;
+      }
+      if (row.sha256) this.uploadingHashes.add(row.sha256);
+      this.startJob(row, 'upload', (r) =>
+        this.upload(r).finally(() => r.sha256 && this.uploadingHashes.delete(r.sha256)),
+      );
+    };
+    for (const paused of db.pausedWatches()) {
+      if (paused.probe_at > now || this.probing.has(paused.path)) continue;
+      const row = db.probeRow(paused.path);
+      if (!row) {
+        db.resumeWatch(paused.path);
+        continue;
+      }
+      this.probing.add(paused.path);
+      db.pauseWatch(paused.path, paused.paused_reason, paused.paused_at, now + PROBE_MS);
+      starting(row);
     }
+    if (this.running.upload >= limit) return;
+    for (const row of db.dueForUpload(now, limit - this.running.upload + this.jobs.size)) starting(row);
+  }
+
+  private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
+    this.running[kind]++;
+    const job = run(row)
+      .catch((error: unknown) =>
+        this.deps.log.error(
+          { file: row.path, err: describe(error), step: kind },
+          'pipeline step failed; will retry',
+        ),
+      )
+      .finally(() => {
+        this.running[kind]--;
+        this.jobs.delete(row.id);
+        this.wake();
+      });
+    this.jobs.set(row.id, job);
+  }
+
+  /** One timer, at the earliest time something comes due. */
+  private arm(at: number) {
+    if (at === this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = at;
+    if (!Number.isFinite(at) || this.stopping) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.wake();
+      },
+      Math.max(0, at - this.now()),
+    );
+  }
+
+  private async stabilize(row: FileRow) {
+    const seen = await lstat(row.path).catch(() => undefined);
+    if (!seen) return void this.apply(row, { kind: 'file-vanished' });
+    const first = this.apply(row, { kind: 'file-seen', size: seen.size, mtimeMs: Math.floor(seen.mtimeMs) });
+    if (first.decision.effect.kind !== 'hash') return;
+    const sha256 = await sha256File(row.path).catch(() => undefined);
+    const after = await stat(row.path).catch(() => undefined);
+    if (!sha256 || !after) return void this.apply(first.row, { kind: 'file-vanished' });
+    this.apply(first.row, { kind: 'hashed', sha256, size: after.size, mtimeMs: Math.floor(after.mtimeMs) });
   }
 
   private async upload(row: FileRow) {
-    const { db, client, config, log, metrics } = this.deps;
-    const now = this.now();
-    const done = db.completedWithHash(row.sha256!, row.id);
-    if (done) {
-      db.update(
-        row.id,
-        {
-          state: 'uploaded',
-          task_id: null,
-          document_id: done.document_id,
-          outcome: 'duplicate',
-          next_at: now,
-        },
-        now,
-      );
-      log.info(
-        { file: row.path, documentId: done.document_id },
-        'same content already processed: not uploaded again',
-      );
-      return;
-    }
-    if (db.inFlightWithHash(row.sha256!, row.id)) {
-      db.update(row.id, { next_at: now + 2000 }, now);
-      return;
-    }
+    const { db, client, log, metrics } = this.deps;
     const watch = this.watches.get(row.watch)!;
     const info = await stat(row.path).catch(() => undefined);
-    if (!info || info.size !== row.size || Math.floor(info.mtimeMs) !== row.mtime_ms) {
-      db.update(
-        row.id,
-        {
-          state: 'discovered',
-          stable_since: now,
-          size: info?.size ?? row.size,
-          mtime_ms: Math.floor(info?.mtimeMs ?? row.mtime_ms),
-        },
-        now,
-      );
-      return;
-    }
-    db.update(row.id, { state: 'uploading', attempts: row.attempts + 1 }, now);
+    if (!info) return void this.apply(row, { kind: 'file-vanished' });
+    const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
+    if (seen.decision.effect.kind !== 'upload' || this.stopping) return;
+    const uploading = this.apply(row, { kind: 'upload-starting' }).row;
+    db.flush(); // the attempt is on disk before the request leaves
     try {
       const answer = await client.uploadFile({
         files: [{ path: row.path, fileName: basename(row.path).normalize('NFC') }],
@@ -219,94 +403,66 @@ export class Pipeline {
         folder_id: watch.folder_id,
         metadata: watch.metadata,
       });
-      const interval = config.poll.interval_ms;
-      db.update(
-        row.id,
-        {
-          state: 'uploaded',
-          task_id: answer.task_ids[0]!,
-          next_at: this.now() + interval,
-          poll_interval_ms: interval,
-        },
-        this.now(),
-      );
+      this.apply(uploading, { kind: 'upload-answered', taskId: answer.task_ids[0]! });
+      db.flush();
       metrics?.uploads.inc();
+      this.reachable();
+      if (this.probing.delete(row.watch)) {
+        db.resumeWatch(row.watch);
+        log.warn({ folder: row.watch }, 'watch resumed: the service accepted an upload again');
+        this.emit('watch-resumed', row.watch);
+      }
       log.info({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
     } catch (error) {
       metrics?.apiErrors.inc({ operation: 'upload_file' });
-      if (isPermanent(error) || row.attempts + 1 >= config.upload.max_attempts) {
-        this.fail(row, `upload refused: ${describe(error)}`);
-      } else {
-        const wait = Math.min(config.upload.retry_max_ms, config.upload.retry_base_ms * 2 ** row.attempts);
-        db.update(
-          row.id,
-          { state: 'stable', next_at: this.now() + wait, reason: describe(error) },
-          this.now(),
+      this.probing.delete(row.watch);
+      const after = this.apply(uploading, { kind: 'upload-failed', error });
+      if (after.row.state === 'stable' && after.decision.effect.kind === 'none')
+        log.warn(
+          { file: row.path, err: describe(error), retryAt: new Date(after.row.next_at).toISOString() },
+          'upload failed; will retry',
         );
-        log.warn({ file: row.path, err: describe(error), retryInMs: wait }, 'upload failed; will retry');
+    }
+  }
+
+  /** An open task: its result, then the document's data and the result files, then archiving. */
+  private async poll(row: FileRow) {
+    const { client } = this.deps;
+    let current = row;
+    let task: TaskResult | null = null;
+    let documentId = row.document_id;
+    let outcome = row.outcome === 'duplicate' ? ('duplicate' as const) : ('processed' as const);
+    if (row.task_id !== null) {
+      try {
+        task = await client.fetchTasksResults({ task_id: row.task_id });
+      } catch (error) {
+        this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
+        return void this.apply(row, { kind: 'poll-failed', error });
       }
+      this.reachable();
+      const answered = this.apply(row, { kind: 'task', result: task });
+      const effect = answered.decision.effect;
+      if (effect.kind !== 'write-results') {
+        if (task.status !== 'IN PROGRESS' && answered.row.state === 'uploaded')
+          this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
+        return;
+      }
+      current = answered.row;
+      documentId = effect.documentId;
+      outcome = effect.outcome;
     }
-  }
-
-  /** Open tasks, oldest due first, a bounded number per round, each with its own backoff. */
-  private async poll() {
-    const { db, config } = this.deps;
-    const due = db.due('uploaded', this.now(), config.poll.batch_size);
-    await Promise.all(due.map((row) => this.pollOne(row)));
-  }
-
-  private async pollOne(row: FileRow) {
-    const { client, config, log } = this.deps;
-    if (row.task_id === null && row.document_id !== null)
-      return this.succeed(row, row.document_id, 'duplicate', null);
-    let result: TaskResult;
-    try {
-      result = await client.fetchTasksResults({ task_id: row.task_id! });
-    } catch (error) {
-      this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
-      if (isPermanent(error)) return this.fail(row, `task ${row.task_id}: ${describe(error)}`);
-      return this.later(row, describe(error));
-    }
-    if (result.status === 'DONE' && result.document_id != null)
-      return this.succeed(row, result.document_id, 'processed', result);
-    if (result.status === 'DUPLICATE' && result.document_id != null)
-      return this.succeed(row, result.document_id, 'duplicate', result);
-    if (result.status === 'FAILED')
-      return this.fail(row, `extraction failed: ${result.status_message || 'no message'}`);
-    if (result.status === 'DONE' || result.status === 'DUPLICATE')
-      return this.fail(row, `task ${result.status} without a document id`);
-    if (this.now() - row.updated_at > config.poll.task_timeout_ms)
-      return this.fail(row, `task ${row.task_id} not finished after ${config.poll.task_timeout_ms} ms`);
-    if (result.status !== 'IN PROGRESS')
-      log.warn({ file: row.path, status: result.status }, 'unknown task status; still waiting');
-    this.later(row);
-  }
-
-  private later(row: FileRow, reason?: string) {
-    const { db, config } = this.deps;
-    const interval = Math.min(
-      config.poll.max_interval_ms,
-      Math.max(config.poll.interval_ms, Math.round(row.poll_interval_ms * 1.5)),
-    );
-    db.update(
-      row.id,
-      { next_at: this.now() + interval, poll_interval_ms: interval, ...(reason ? { reason } : {}) },
-      this.now(),
-    );
-  }
-
-  private async succeed(
-    row: FileRow,
-    documentId: number,
-    outcome: 'processed' | 'duplicate',
-    task: TaskResult | null,
-  ) {
-    const { db, client, log } = this.deps;
+    if (documentId === null) return;
     const watch = this.watches.get(row.watch)!;
-    db.update(row.id, { document_id: documentId, outcome }, this.now());
+    let data;
     try {
-      const data = await client.fetchDocumentData({ document_id: documentId });
-      await writeResults(
+      data = await client.fetchDocumentData({ document_id: documentId });
+    } catch (error) {
+      this.deps.metrics?.apiErrors.inc({ operation: 'fetch_document_data' });
+      return void this.apply(current, { kind: 'poll-failed', error });
+    }
+    let files: string[];
+    try {
+      files = await writeResults(
         watch.output,
         watch.formats,
         data,
@@ -314,24 +470,25 @@ export class Pipeline {
         basename(row.path),
       );
     } catch (error) {
-      if (isPermanent(error)) return this.fail(row, `results for document ${documentId}: ${describe(error)}`);
-      return this.later(row, describe(error));
+      const blocked = this.apply(current, { kind: 'results-failed', error });
+      this.deps.log.error(
+        { file: row.path, err: describe(error), output: watch.output },
+        'could not write the results; will retry',
+      );
+      return void blocked;
     }
-    db.update(row.id, { state: 'done', reason: null }, this.now());
-    log.info({ file: row.path, documentId, outcome }, 'results written');
-    await this.archiveOne({ ...row, state: 'done' });
+    const done = this.apply(current, { kind: 'results-written' }).row;
+    this.deps.log.info({ file: row.path, documentId, outcome }, 'results written');
+    this.emit('result-written', done, files);
+    await this.archive(done);
   }
 
-  private async archive() {
-    for (const row of this.deps.db.inState('done')) await this.archiveOne(row);
-  }
-
-  private async archiveOne(row: FileRow) {
-    const { db, log, metrics } = this.deps;
+  private async archive(row: FileRow) {
+    const { log, metrics } = this.deps;
     const watch = this.watches.get(row.watch)!;
     try {
       if (watch.on_success === 'move') {
-        const there = await stat(row.path).then(
+        const there = await lstat(row.path).then(
           () => true,
           () => false,
         );
@@ -339,48 +496,44 @@ export class Pipeline {
       } else if (watch.on_success === 'delete') {
         await rm(row.path, { force: true });
       }
-      db.update(row.id, { state: 'archived' }, this.now());
-      metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
     } catch (error) {
+      this.apply(row, { kind: 'archive-failed', error });
       log.warn({ file: row.path, err: describe(error) }, 'could not archive the source file; will retry');
+      return;
     }
+    const archived = this.apply(row, { kind: 'archived' }).row;
+    metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
+    this.emit('file-archived', archived);
   }
 
-  private fail(row: FileRow, reason: string) {
-    const { db, log, metrics } = this.deps;
-    db.update(row.id, { state: 'failed', outcome: 'failed', reason, finalized: 0 }, this.now());
-    metrics?.failed.inc();
-    log.error({ file: row.path, reason }, 'failed');
-  }
-
-  /** Failed files move to the failed folder with <name>.error.json beside them. */
-  private async finalizeFailures() {
-    const { db, log } = this.deps;
-    for (const row of db.inState('failed', 1_000_000).filter((r) => !r.finalized)) {
-      const watch = this.watches.get(row.watch);
-      if (!watch) continue;
-      try {
-        const there = await stat(row.path).then(
-          () => true,
-          () => false,
-        );
-        const target = there
-          ? await moveInto(row.path, watch.failed_dir, row.rel)
-          : inside(watch.failed_dir, row.rel);
-        const report = {
-          file: row.rel,
-          status: 'failed',
-          reason: row.reason,
-          attempts: row.attempts,
-          failed_at: new Date(this.now()).toISOString(),
-          task_id: row.task_id,
-          document_id: row.document_id,
-        };
-        await writeAtomic(`${target}.error.json`, `${JSON.stringify(report, null, 2)}\n`);
-        db.update(row.id, { finalized: 1, path: target }, this.now());
-      } catch (error) {
-        log.warn({ file: row.path, err: describe(error) }, 'could not move the failed file; will retry');
-      }
+  /** A failed file moves to the failed folder with <name>.error.json beside it (just the report if it is gone). */
+  private async report(row: FileRow) {
+    const { log } = this.deps;
+    const watch = this.watches.get(row.watch);
+    if (!watch) return;
+    try {
+      const there = await lstat(row.path).then(
+        () => true,
+        () => false,
+      );
+      const target = there
+        ? await moveInto(row.path, watch.failed_dir, row.rel)
+        : inside(watch.failed_dir, row.rel);
+      const report = {
+        file: row.rel,
+        status: 'failed',
+        reason: row.reason,
+        attempts: row.attempts,
+        failed_at: new Date(row.updated_at).toISOString(),
+        task_id: row.task_id,
+        document_id: row.document_id,
+        ...(there ? {} : { note: 'the file itself was no longer there' }),
+      };
+      await writeAtomic(`${target}.error.json`, `${JSON.stringify(report, null, 2)}\n`);
+      this.apply(row, { kind: 'failure-reported', path: target });
+    } catch (error) {
+      this.apply(row, { kind: 'report-failed', error });
+      log.warn({ file: row.path, err: describe(error) }, 'could not move the failed file; will retry');
     }
   }
 }

@@ -1,172 +1,315 @@
 /**
- * The state DB (SQLite, WAL): one row per file, keyed by path and content hash. Every transition is
- * committed before the side effect that follows it, so a crash anywhere resumes from the last state.
+ * The state DB (SQLite): one row per file (see lifecycle.ts for the states), watch pauses, a
+ * key-value table and reruns.
  *
- *   discovered → stable → uploading → uploaded(task_id) → done(results written) → archived
- *                                  ↘ failed(reason, attempts)          (outcome: processed | duplicate)
+ * Durability (docs/daemon.md, "The delivery guarantee"): WAL with synchronous=NORMAL. A commit is in
+ * the WAL file before the call returns, so a crash of the process (kill -9) loses nothing committed;
+ * a power loss or kernel crash can lose the last commits (never corrupt the DB), which the pipeline
+ * survives like a crash a moment earlier. Writes are batched: the first write of an event-loop turn
+ * opens a transaction that commits at the end of the turn; `flush()` commits at once, and the
+ * pipeline calls it before every side effect that must follow a durable state (an upload).
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from './lifecycle.ts';
 
-export type FileState = 'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed';
-export const FILE_STATES: FileState[] = [
-  'discovered',
-  'stable',
-  'uploading',
-  'uploaded',
-  'done',
-  'archived',
-  'failed',
+export { FILE_STATES, type FileRow, type FileState } from './lifecycle.ts';
+
+/** Each entry takes the schema from version i to i + 1; user_version holds the version. */
+const MIGRATIONS = [
+  // 1: the first schema (docex-sync 0.1 created it without a version).
+  `CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    watch TEXT NOT NULL,
+    path TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ms INTEGER NOT NULL DEFAULT 0,
+    sha256 TEXT,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    task_id TEXT,
+    document_id INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    finalized INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL DEFAULT 0,
+    poll_interval_ms INTEGER NOT NULL DEFAULT 0,
+    stable_since INTEGER NOT NULL DEFAULT 0,
+    discovered_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS files_state ON files(state, next_at);
+  CREATE INDEX IF NOT EXISTS files_path ON files(path);
+  CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
+  CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS reruns (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    dry_run INTEGER NOT NULL,
+    override INTEGER NOT NULL,
+    documents INTEGER,
+    rerun INTEGER,
+    not_rerun INTEGER,
+    errors TEXT,
+    status TEXT NOT NULL
+  );`,
+  // 2: file identity (inode), the task timeout's start, local problems, paused watches; rows at rest
+  // are never due (next_at = NEVER), so finding due work never reads them.
+  `ALTER TABLE files ADD COLUMN ino INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE files ADD COLUMN blocked TEXT;
+  ALTER TABLE files ADD COLUMN uploaded_at INTEGER;
+  UPDATE files SET uploaded_at = updated_at WHERE state = 'uploaded';
+  UPDATE files SET next_at = ${NEVER} WHERE state = 'archived' OR (state = 'failed' AND finalized = 1);
+  UPDATE files SET next_at = 0 WHERE state = 'failed' AND finalized = 0;
+  CREATE INDEX IF NOT EXISTS files_watch ON files(watch);
+  CREATE TABLE IF NOT EXISTS watches (
+    path TEXT PRIMARY KEY,
+    paused_reason TEXT NOT NULL,
+    paused_at INTEGER NOT NULL,
+    probe_at INTEGER NOT NULL
+  );`,
 ];
+export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export interface FileRow {
-  id: number;
+export interface NewFile {
   watch: string;
   path: string;
   rel: string;
   size: number;
-  mtime_ms: number;
-  sha256: string | null;
-  state: FileState;
-  outcome: 'processed' | 'duplicate' | 'failed' | null;
-  task_id: string | null;
-  document_id: number | null;
-  attempts: number;
-  reason: string | null;
-  /** failed rows: whether the source was moved to the failed folder with its .error.json */
-  finalized: number;
-  next_at: number;
-  poll_interval_ms: number;
-  stable_since: number;
-  discovered_at: number;
-  updated_at: number;
+  mtimeMs: number;
+  ino: number;
+}
+export type KnownFile = Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'>;
+export interface PausedWatch {
+  path: string;
+  paused_reason: string;
+  paused_at: number;
+  probe_at: number;
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS files (
-  id INTEGER PRIMARY KEY,
-  watch TEXT NOT NULL,
-  path TEXT NOT NULL,
-  rel TEXT NOT NULL,
-  size INTEGER NOT NULL DEFAULT 0,
-  mtime_ms INTEGER NOT NULL DEFAULT 0,
-  sha256 TEXT,
-  state TEXT NOT NULL,
-  outcome TEXT,
-  task_id TEXT,
-  document_id INTEGER,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  reason TEXT,
-  finalized INTEGER NOT NULL DEFAULT 0,
-  next_at INTEGER NOT NULL DEFAULT 0,
-  poll_interval_ms INTEGER NOT NULL DEFAULT 0,
-  stable_since INTEGER NOT NULL DEFAULT 0,
-  discovered_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS files_state ON files(state, next_at);
-CREATE INDEX IF NOT EXISTS files_path ON files(path);
-CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
-CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS reruns (
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  started_at INTEGER NOT NULL,
-  finished_at INTEGER,
-  dry_run INTEGER NOT NULL,
-  override INTEGER NOT NULL,
-  documents INTEGER,
-  rerun INTEGER,
-  not_rerun INTEGER,
-  errors TEXT,
-  status TEXT NOT NULL
-);
-`;
-
-/** Files still in the pipeline: a path with one of these is not discovered again. */
-const ACTIVE: FileState[] = ['discovered', 'stable', 'uploading', 'uploaded', 'done'];
+/** The DB is held by another running docex-sync. */
+export class StateLockedError extends Error {}
 
 export class StateDb {
   readonly db: Database.Database;
+  readonly path: string;
+  private readonly statements = new Map<string, Database.Statement>();
+  private batchOpen = false;
+  private lock: Database.Database | undefined;
 
   constructor(path: string) {
     mkdirSync(dirname(path), { recursive: true });
+    this.path = path;
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
-    this.db.exec(SCHEMA);
+    this.migrate();
+  }
+
+  private migrate() {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION)
+      throw new Error(
+        `${this.path}: the state DB has schema version ${version}, written by a newer docex-sync (this one knows ${SCHEMA_VERSION})`,
+      );
+    if (version === SCHEMA_VERSION) return;
+    this.db.transaction(() => {
+      for (let v = version; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
+      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    })();
+  }
+
+  /**
+   * Makes this process the only daemon on the DB: a lock held by SQLite on `<db>.lock` (the OS drops
+   * it when the process dies, so a kill -9 leaves no stale lock). A second daemon gets a message
+   * naming the DB and the holder.
+   */
+  lockExclusive(now: number) {
+    const lock = new Database(`${this.path}.lock`);
+    lock.pragma('busy_timeout = 0');
+    try {
+      lock.exec('BEGIN EXCLUSIVE');
+    } catch (error) {
+      lock.close();
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+      const holder = this.getValue('daemon.holder');
+      throw new StateLockedError(
+        `the state DB ${this.path} is in use by another docex-sync${holder ? ` (${holder})` : ''}; stop it first, or give this one its own state_db`,
+      );
+    }
+    this.lock = lock;
+    this.setValue(
+      'daemon.holder',
+      `pid ${process.pid} on ${hostname()}, started ${new Date(now).toISOString()}`,
+    );
+    this.flush();
   }
 
   close() {
+    this.flush();
     this.db.close();
+    if (this.lock) {
+      this.lock.exec('ROLLBACK');
+      this.lock.close();
+      this.lock = undefined;
+    }
+  }
+
+  private st(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
+  private write<T>(fn: () => T): T {
+    if (!this.batchOpen) {
+      this.db.exec('BEGIN IMMEDIATE');
+      this.batchOpen = true;
+      setImmediate(() => this.flush());
+    }
+    return fn();
+  }
+
+  /** Commits the open batch now. */
+  flush() {
+    if (!this.batchOpen) return;
+    this.batchOpen = false;
+    if (this.db.open) this.db.exec('COMMIT');
   }
 
   /** The row that currently owns this path (in the pipeline, or kept in place after success). */
   current(path: string): FileRow | undefined {
-    return this.db.prepare(`SELECT * FROM files WHERE path = ? ORDER BY id DESC LIMIT 1`).get(path) as
+    return this.st(`SELECT * FROM files WHERE path = ? ORDER BY id DESC LIMIT 1`).get(path) as
       FileRow | undefined;
   }
 
-  discover(watch: string, path: string, rel: string, size: number, mtimeMs: number, now: number): FileRow {
-    const info = this.db
-      .prepare(
-        `INSERT INTO files (watch, path, rel, size, mtime_ms, state, stable_since, discovered_at, updated_at) VALUES (?, ?, ?, ?, ?, 'discovered', ?, ?, ?)`,
-      )
-      .run(watch, path, rel, size, mtimeMs, now, now, now);
-    return this.get(Number(info.lastInsertRowid))!;
+  /** The latest row of every path under a watch, for comparing a scan with the DB in one read. */
+  known(watch: string): Map<string, KnownFile> {
+    const map = new Map<string, KnownFile>();
+    for (const r of this.st(
+      `SELECT path, state, size, mtime_ms, ino FROM files WHERE watch = ? ORDER BY id`,
+    ).iterate(watch) as Iterable<KnownFile & { path: string }>)
+      map.set(r.path, { state: r.state, size: r.size, mtime_ms: r.mtime_ms, ino: r.ino });
+    return map;
+  }
+
+  discover(file: NewFile, now: number, stableMs: number): FileRow {
+    const id = this.write(
+      () =>
+        this.st(
+          `INSERT INTO files (watch, path, rel, size, mtime_ms, ino, state, stable_since, next_at, discovered_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`,
+        ).run(
+          file.watch,
+          file.path,
+          file.rel,
+          file.size,
+          file.mtimeMs,
+          file.ino,
+          now,
+          now + stableMs,
+          now,
+          now,
+        ).lastInsertRowid,
+    );
+    return this.get(Number(id))!;
+  }
+
+  /** Many new files in one transaction. */
+  discoverMany(files: NewFile[], now: number, stableMs: number) {
+    this.write(() => {
+      for (const f of files) this.discover(f, now, stableMs);
+    });
   }
 
   get(id: number): FileRow | undefined {
-    return this.db.prepare(`SELECT * FROM files WHERE id = ?`).get(id) as FileRow | undefined;
+    return this.st(`SELECT * FROM files WHERE id = ?`).get(id) as FileRow | undefined;
   }
 
   update(id: number, changes: Partial<Omit<FileRow, 'id'>>, now: number) {
-    const keys = Object.keys(changes);
+    const keys = Object.keys(changes).sort();
     const sets = [...keys.map((k) => `${k} = @${k}`), 'updated_at = @updated_at'].join(', ');
-    this.db.prepare(`UPDATE files SET ${sets} WHERE id = @id`).run({ ...changes, updated_at: now, id });
+    this.write(() =>
+      this.st(`UPDATE files SET ${sets} WHERE id = @id`).run({ ...changes, updated_at: now, id }),
+    );
   }
 
   inState(state: FileState, limit = 1000): FileRow[] {
-    return this.db
-      .prepare(`SELECT * FROM files WHERE state = ? ORDER BY id LIMIT ?`)
-      .all(state, limit) as FileRow[];
+    return this.st(`SELECT * FROM files WHERE state = ? ORDER BY id LIMIT ?`).all(state, limit) as FileRow[];
   }
 
-  /** Rows of a state whose next_at has come, oldest first. */
+  /** Rows of a state in id order, after `afterId`: for walking all of them a page at a time. */
+  page(state: FileState, afterId: number, limit: number): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE state = ? AND id > ? ORDER BY id LIMIT ?`).all(
+      state,
+      afterId,
+      limit,
+    ) as FileRow[];
+  }
+
+  /** Rows of a state whose next_at has come, soonest first. */
   due(state: FileState, now: number, limit: number): FileRow[] {
-    return this.db
-      .prepare(`SELECT * FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`)
-      .all(state, now, limit) as FileRow[];
+    return this.st(`SELECT * FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`).all(
+      state,
+      now,
+      limit,
+    ) as FileRow[];
+  }
+
+  /** Stable rows ready for upload, leaving out paused watches. */
+  dueForUpload(now: number, limit: number): FileRow[] {
+    return this.st(
+      `SELECT * FROM files WHERE state = 'stable' AND next_at <= ?
+       AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id LIMIT ?`,
+    ).all(now, limit) as FileRow[];
+  }
+
+  /** The earliest next_at still to come, over all rows waiting for something; undefined when idle. */
+  nextDue(now: number): number | undefined {
+    let next: number | undefined;
+    for (const state of ['discovered', 'stable', 'uploaded', 'done', 'failed'] as const) {
+      const at = (
+        this.st(
+          `SELECT MIN(next_at) AS at FROM files WHERE state = ? AND next_at > ? AND next_at < ${NEVER}`,
+        ).get(state, now) as { at: number | null }
+      ).at;
+      if (at !== null && (next === undefined || at < next)) next = at;
+    }
+    return next;
   }
 
   /** A finished upload of the same bytes: its document can be reused instead of uploading again. */
   completedWithHash(sha256: string, exceptId: number): FileRow | undefined {
-    return this.db
-      .prepare(
-        `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('done', 'archived') AND document_id IS NOT NULL ORDER BY id LIMIT 1`,
-      )
-      .get(sha256, exceptId) as FileRow | undefined;
+    return this.st(
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('done', 'archived') AND document_id IS NOT NULL ORDER BY id LIMIT 1`,
+    ).get(sha256, exceptId) as FileRow | undefined;
   }
 
   /** Another row with the same bytes already on its way (uploading or uploaded): wait for it. */
   inFlightWithHash(sha256: string, exceptId: number): FileRow | undefined {
-    return this.db
-      .prepare(
-        `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('uploading', 'uploaded') ORDER BY id LIMIT 1`,
-      )
-      .get(sha256, exceptId) as FileRow | undefined;
+    return this.st(
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('uploading', 'uploaded') ORDER BY id LIMIT 1`,
+    ).get(sha256, exceptId) as FileRow | undefined;
   }
 
   isActive(path: string): boolean {
     const row = this.current(path);
-    return row !== undefined && ACTIVE.includes(row.state);
+    return row !== undefined && ACTIVE_STATES.includes(row.state);
   }
 
   counts(): Record<FileState, number> {
     const out = Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
-    for (const r of this.db.prepare(`SELECT state, COUNT(*) AS n FROM files GROUP BY state`).all() as Array<{
+    for (const r of this.st(`SELECT state, COUNT(*) AS n FROM files GROUP BY state`).all() as Array<{
       state: FileState;
       n: number;
     }>)
@@ -176,52 +319,78 @@ export class StateDb {
 
   outcomes(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const r of this.db
-      .prepare(`SELECT outcome, COUNT(*) AS n FROM files WHERE outcome IS NOT NULL GROUP BY outcome`)
-      .all() as Array<{ outcome: string; n: number }>) {
+    for (const r of this.st(
+      `SELECT outcome, COUNT(*) AS n FROM files WHERE outcome IS NOT NULL GROUP BY outcome`,
+    ).all() as Array<{ outcome: string; n: number }>) {
       out[r.outcome] = r.n;
     }
     return out;
   }
 
   oldestWaiting(): FileRow | undefined {
-    return this.db
-      .prepare(
-        `SELECT * FROM files WHERE state IN ('discovered','stable','uploading','uploaded','done') ORDER BY discovered_at LIMIT 1`,
-      )
-      .get() as FileRow | undefined;
+    return this.st(
+      `SELECT * FROM files WHERE state IN ('discovered','stable','uploading','uploaded','done') ORDER BY discovered_at LIMIT 1`,
+    ).get() as FileRow | undefined;
   }
 
+  /** The last failures and local problems (results, archive or report that could not be written). */
   lastErrors(limit = 5): FileRow[] {
-    return this.db
-      .prepare(`SELECT * FROM files WHERE state = 'failed' ORDER BY updated_at DESC LIMIT ?`)
-      .all(limit) as FileRow[];
+    return this.st(
+      `SELECT * FROM files WHERE state = 'failed' OR blocked IS NOT NULL ORDER BY updated_at DESC LIMIT ?`,
+    ).all(limit) as FileRow[];
+  }
+
+  /** Rows held back by a local problem (e.g. the output folder is read-only or full). */
+  blocked(limit = 100): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE blocked IS NOT NULL ORDER BY updated_at DESC LIMIT ?`).all(
+      limit,
+    ) as FileRow[];
+  }
+
+  pausedWatches(): PausedWatch[] {
+    return this.st(`SELECT * FROM watches ORDER BY path`).all() as PausedWatch[];
+  }
+  pauseWatch(path: string, reason: string, now: number, probeAt: number) {
+    this.write(() => {
+      this.st(
+        `INSERT INTO watches (path, paused_reason, paused_at, probe_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT(path) DO UPDATE SET paused_reason = excluded.paused_reason, probe_at = excluded.probe_at`,
+      ).run(path, reason, now, probeAt);
+    });
+  }
+  resumeWatch(path: string) {
+    this.write(() => this.st(`DELETE FROM watches WHERE path = ?`).run(path));
+  }
+  /** The oldest stable row of a paused watch: the one file sent to see whether the watch works again. */
+  probeRow(watch: string): FileRow | undefined {
+    return this.st(
+      `SELECT * FROM files WHERE state = 'stable' AND watch = ? ORDER BY next_at, id LIMIT 1`,
+    ).get(watch) as FileRow | undefined;
   }
 
   getValue(key: string): string | undefined {
-    return (this.db.prepare(`SELECT value FROM kv WHERE key = ?`).get(key) as { value: string } | undefined)
-      ?.value;
+    return (this.st(`SELECT value FROM kv WHERE key = ?`).get(key) as { value: string } | undefined)?.value;
   }
   setValue(key: string, value: string) {
-    this.db
-      .prepare(
+    this.write(() =>
+      this.st(
         `INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-      )
-      .run(key, value);
+      ).run(key, value),
+    );
+  }
+  deleteValue(key: string) {
+    this.write(() => this.st(`DELETE FROM kv WHERE key = ?`).run(key));
   }
 
   startRerun(name: string, dryRun: boolean, override: boolean, now: number): number | undefined {
+    this.flush();
     return this.db.transaction(() => {
-      const running = this.db
-        .prepare(`SELECT id FROM reruns WHERE name = ? AND status = 'running'`)
-        .get(name);
+      const running = this.st(`SELECT id FROM reruns WHERE name = ? AND status = 'running'`).get(name);
       if (running) return undefined;
       return Number(
-        this.db
-          .prepare(
-            `INSERT INTO reruns (name, started_at, dry_run, override, status) VALUES (?, ?, ?, ?, 'running')`,
-          )
-          .run(name, now, dryRun ? 1 : 0, override ? 1 : 0).lastInsertRowid,
+        this.st(
+          `INSERT INTO reruns (name, started_at, dry_run, override, status) VALUES (?, ?, ?, ?, 'running')`,
+        ).run(name, now, dryRun ? 1 : 0, override ? 1 : 0).lastInsertRowid,
       );
     })();
   }
@@ -230,11 +399,10 @@ export class StateDb {
     result: { documents: number; rerun: number; not_rerun: number; errors: unknown[]; status: string },
     now: number,
   ) {
-    this.db
-      .prepare(
+    this.write(() =>
+      this.st(
         `UPDATE reruns SET finished_at = ?, documents = ?, rerun = ?, not_rerun = ?, errors = ?, status = ? WHERE id = ?`,
-      )
-      .run(
+      ).run(
         now,
         result.documents,
         result.rerun,
@@ -242,15 +410,16 @@ export class StateDb {
         JSON.stringify(result.errors),
         result.status,
         id,
-      );
+      ),
+    );
   }
   /** Runs marked running by a process that died: they are not running any more. */
   abandonRunningReruns(now: number) {
-    this.db
-      .prepare(`UPDATE reruns SET status = 'interrupted', finished_at = ? WHERE status = 'running'`)
-      .run(now);
+    this.write(() =>
+      this.st(`UPDATE reruns SET status = 'interrupted', finished_at = ? WHERE status = 'running'`).run(now),
+    );
   }
   lastReruns(limit = 5) {
-    return this.db.prepare(`SELECT * FROM reruns ORDER BY id DESC LIMIT ?`).all(limit);
+    return this.st(`SELECT * FROM reruns ORDER BY id DESC LIMIT ?`).all(limit);
   }
 }

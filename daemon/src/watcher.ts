@@ -1,38 +1,44 @@
 /**
  * Finds files: chokidar events (native, or polling for network shares), a scan at start-up and a
- * periodic rescan for missed events. It only reports candidates; the pipeline decides.
+ * periodic rescan for missed events. A scan walks the tree once, stats what it finds and hands the
+ * whole list to the pipeline, which compares it with the DB in one read and records the new files
+ * in one transaction; the log gets one summary line per scan.
  */
 import chokidar, { type FSWatcher } from 'chokidar';
-import { lstat, readdir } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, rename } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
-import { isIgnored } from './files.ts';
+import { freeTarget, isIgnored } from './files.ts';
+import type { Candidate } from './pipeline.ts';
 
-export type Candidate = (
-  watch: WatchConfig,
-  path: string,
-  rel: string,
-  size: number,
-  mtimeMs: number,
-) => void;
+export interface CandidateSink {
+  candidate(watch: WatchConfig, file: Candidate): void;
+  /** Records the new files among `files`; returns how many were new. */
+  ingest(watch: WatchConfig, files: Candidate[]): number;
+}
+
+/** lstat calls in flight at once during a scan (libuv runs 4 at a time; a few more keep it busy). */
+const STAT_BATCH = 64;
 
 export class FolderWatcher {
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
   private readonly skipped = new Set<string>();
   private readonly watch: WatchConfig;
-  private readonly onCandidate: Candidate;
+  private readonly sink: CandidateSink;
   private readonly log: Logger;
 
-  constructor(watch: WatchConfig, onCandidate: Candidate, log: Logger) {
+  constructor(watch: WatchConfig, sink: CandidateSink, log: Logger) {
     this.watch = watch;
-    this.onCandidate = onCandidate;
+    this.sink = sink;
     this.log = log;
   }
 
+  /** Watching starts before the start-up scan, so nothing created meanwhile falls between the two. */
   async start() {
-    await this.scan();
     this.watcher = chokidar.watch(this.watch.path, {
       ignoreInitial: true,
       usePolling: this.watch.polling,
@@ -52,46 +58,106 @@ export class FolderWatcher {
           'watcher error; the periodic rescan still runs',
         ),
       );
-    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    this.timer = setInterval(() => void this.scan(), this.watch.rescan_interval_ms);
+    const ready = new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    await Promise.all([ready, this.scan('start-up')]);
+    this.timer = setInterval(() => void this.scan('rescan'), this.watch.rescan_interval_ms);
   }
 
   async stop() {
     if (this.timer) clearInterval(this.timer);
     await this.watcher?.close();
+    await this.scanning;
   }
 
   /** Every file present now: at start-up this picks up what arrived while the daemon was down. */
-  async scan() {
+  scan(why: 'start-up' | 'rescan' = 'rescan'): Promise<void> {
+    this.scanning ??= this.walkAll(why).finally(() => (this.scanning = undefined));
+    return this.scanning;
+  }
+
+  private async walkAll(why: string) {
+    const started = performance.now();
+    const found: Candidate[] = [];
     const walk = async (dir: string): Promise<void> => {
-      let entries;
+      let entries: Dirent<Buffer>[];
       try {
-        entries = await readdir(dir, { withFileTypes: true });
+        entries = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
       } catch (error) {
         this.log.warn({ folder: dir, code: (error as NodeJS.ErrnoException).code }, 'cannot read folder');
         return;
       }
+      const files: string[] = [];
       for (const entry of entries) {
-        const path = join(dir, entry.name);
+        const name = await this.nameOf(dir, entry);
+        if (name === undefined) continue;
+        const path = join(dir, name);
         if (isIgnored(this.watch, relative(this.watch.path, path))) continue;
         if (entry.isDirectory()) {
           if (this.watch.recursive) await walk(path);
-        } else {
-          await this.check(path);
-        }
+        } else files.push(path);
+      }
+      for (let i = 0; i < files.length; i += STAT_BATCH) {
+        const batch = await Promise.all(files.slice(i, i + STAT_BATCH).map((p) => this.describe(p)));
+        for (const c of batch) if (c) found.push(c);
       }
     };
     await walk(this.watch.path);
+    const fresh = this.sink.ingest(this.watch, found);
+    this.log[why === 'start-up' || fresh > 0 ? 'info' : 'debug'](
+      {
+        folder: this.watch.path,
+        files: found.length,
+        new: fresh,
+        ms: Math.round(performance.now() - started),
+      },
+      `${why} scan`,
+    );
   }
 
-  private async check(path: string) {
-    const rel = relative(this.watch.path, path);
-    if (isIgnored(this.watch, rel)) return;
+  /**
+   * The entry's name as a string. A name that is not valid UTF-8 cannot be named in the DB or sent
+   * in an upload: the file is renamed in place (its bytes read as Latin-1, the legacy encoding such
+   * names mostly come from), which the log says.
+   */
+  private async nameOf(dir: string, entry: Dirent<Buffer>): Promise<string | undefined> {
+    const text = entry.name.toString('utf8');
+    if (Buffer.from(text, 'utf8').equals(entry.name)) return text;
+    const readable = entry.name.toString('latin1').normalize('NFC');
+    if (!entry.isFile()) {
+      this.warnOnce(join(dir, readable), 'skipped: the name is not valid UTF-8 (only files are renamed)');
+      return undefined;
+    }
+    try {
+      const target = await freeTarget(dir, readable);
+      await rename(Buffer.concat([Buffer.from(`${dir}/`), entry.name]), target);
+      this.log.warn(
+        { folder: dir, name: JSON.stringify(readable), renamedTo: relative(dir, target) },
+        'renamed a file whose name is not valid UTF-8',
+      );
+      return relative(dir, target);
+    } catch (error) {
+      this.warnOnce(
+        join(dir, readable),
+        `cannot process a file whose name is not valid UTF-8 and that cannot be renamed (${(error as NodeJS.ErrnoException).code}); rename it`,
+      );
+      return undefined;
+    }
+  }
+
+  private warnOnce(path: string, message: string) {
+    if (this.skipped.has(path)) return;
+    this.skipped.add(path);
+    this.log.warn({ file: path }, message);
+  }
+
+  /** A regular file's candidate; symlinks and special files are skipped with one log line each. */
+  private async describe(path: string): Promise<Candidate | undefined> {
     let info;
     try {
       info = await lstat(path);
     } catch {
-      return;
+      if (path.includes('\uFFFD')) void this.scan('rescan'); // maybe a name that is not valid UTF-8
+      return undefined;
     }
     if (!info.isFile()) {
       if (!info.isDirectory() && !this.skipped.has(path)) {
@@ -101,8 +167,15 @@ export class FolderWatcher {
           'skipped: not a regular file',
         );
       }
-      return;
+      return undefined;
     }
-    this.onCandidate(this.watch, path, rel.normalize('NFC'), info.size, Math.floor(info.mtimeMs));
+    const rel = relative(this.watch.path, path).normalize('NFC');
+    return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
+  }
+
+  private async check(path: string) {
+    if (isIgnored(this.watch, relative(this.watch.path, path))) return;
+    const candidate = await this.describe(path);
+    if (candidate) this.sink.candidate(this.watch, candidate);
   }
 }

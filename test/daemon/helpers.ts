@@ -97,7 +97,7 @@ export async function makeWorld(
         logger: log,
         retry: { initialDelayMs: 20, maxRetries: 2 },
       });
-      running = await startDaemon(config, syncClient, log, { tickMs: 30 });
+      running = await startDaemon(config, syncClient, log);
       return running;
     },
     async cleanup() {

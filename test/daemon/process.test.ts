@@ -411,12 +411,16 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
       const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
       const db = new StateDb(world.config().state_db);
       const row = db.discover(
-        join(world.dir, 'inbox'),
-        path,
-        `${c.state}.txt`,
-        size,
-        Math.floor(mtimeMs),
+        {
+          watch: join(world.dir, 'inbox'),
+          path,
+          rel: `${c.state}.txt`,
+          size,
+          mtimeMs: Math.floor(mtimeMs),
+          ino: 0,
+        },
         Date.now(),
+        0,
       );
       db.update(
         row.id,
@@ -457,12 +461,16 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
     const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
     const db = new StateDb(world.config().state_db);
     const row = db.discover(
-      join(world.dir, 'inbox'),
-      path,
-      'lost-answer.txt',
-      size,
-      Math.floor(mtimeMs),
+      {
+        watch: join(world.dir, 'inbox'),
+        path,
+        rel: 'lost-answer.txt',
+        size,
+        mtimeMs: Math.floor(mtimeMs),
+        ino: 0,
+      },
       Date.now(),
+      0,
     );
     db.update(row.id, { state: 'uploading', sha256: sha(content), document_id: null }, Date.now());
     db.close();

@@ -1,0 +1,368 @@
+/**
+ * The life of one file, as a pure function: (row, observation, now) -> (changes to the row, effect).
+ * No fs, no timers, no DB: the pipeline (the shell) observes the world, asks `decide`, commits the
+ * changes and carries out the effect. Task statuses and backoff come from the shared core.
+ *
+ *   discovered → stable → uploading → uploaded(task) → done(results written) → archived
+ *        ↘          ↘           ↘             ↘
+ *         failed(reason) ← ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ ┘   finalized = moved to failed_dir with .error.json
+ *
+ * Run-level faults (key refused, upload target missing, service unreachable) are effects, not file
+ * failures: the file goes back to `stable` and waits.
+ */
+import {
+  DocexAuthenticationError,
+  DocexConnectionError,
+  DocexError,
+  DocexInputError,
+  DocexNotFoundError,
+  DocexPermissionError,
+  DEFAULT_RETRY,
+  isFinalStatus,
+  retryDelayMs,
+  type TaskResult,
+} from '../../shared/src/core/index.ts';
+
+export type FileState = 'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed';
+export const FILE_STATES: readonly FileState[] = [
+  'discovered',
+  'stable',
+  'uploading',
+  'uploaded',
+  'done',
+  'archived',
+  'failed',
+];
+/** States a file is still in the pipeline with: its path is not discovered again. */
+export const ACTIVE_STATES: readonly FileState[] = ['discovered', 'stable', 'uploading', 'uploaded', 'done'];
+
+/** The allowed transitions (a state to itself is always allowed: a field changes, the state not). */
+export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
+  discovered: ['stable', 'failed'],
+  stable: ['discovered', 'uploading', 'uploaded', 'failed'],
+  uploading: ['uploaded', 'stable', 'failed'],
+  uploaded: ['done', 'failed'],
+  done: ['archived'],
+  archived: [],
+  failed: ['discovered'],
+};
+
+/** next_at of a row that waits for nothing (archived, failed and reported): never due. */
+export const NEVER = 8_640_000_000_000_000;
+
+/** The part of a state DB row the lifecycle reads and writes. */
+export interface FileRow {
+  id: number;
+  watch: string;
+  path: string;
+  rel: string;
+  size: number;
+  mtime_ms: number;
+  ino: number;
+  sha256: string | null;
+  state: FileState;
+  outcome: 'processed' | 'duplicate' | 'failed' | null;
+  task_id: string | null;
+  document_id: number | null;
+  attempts: number;
+  /** Why the file failed, or the last transient error it is waiting out. */
+  reason: string | null;
+  /** A local problem holding the file back (results, archive or failure report could not be written). */
+  blocked: string | null;
+  /** failed rows: whether the source was moved to the failed folder with its .error.json */
+  finalized: number;
+  next_at: number;
+  poll_interval_ms: number;
+  stable_since: number;
+  /** When the service accepted the upload: task_timeout_ms counts from here. */
+  uploaded_at: number | null;
+  discovered_at: number;
+  updated_at: number;
+}
+
+export interface Policy {
+  stable_ms: number;
+  poll: { interval_ms: number; max_interval_ms: number; task_timeout_ms: number };
+  upload: { max_attempts: number; retry_base_ms: number; retry_max_ms: number };
+  /** Jitter for backoff, 0..1 (the shell passes Math.random, tests a constant). */
+  random: () => number;
+}
+
+export type Observation =
+  /** The file's size and mtime as seen now (during the stability wait or just before upload). */
+  | { kind: 'file-seen'; size: number; mtimeMs: number }
+  | { kind: 'file-vanished' }
+  /** The file's hash, with size and mtime unchanged from before to after hashing. */
+  | { kind: 'hashed'; sha256: string; size: number; mtimeMs: number }
+  /** The same bytes were already processed here: that document is reused. */
+  | { kind: 'same-bytes-done'; documentId: number }
+  /** The same bytes are being uploaded by another row: wait for it. */
+  | { kind: 'same-bytes-in-flight' }
+  | { kind: 'upload-starting' }
+  | { kind: 'upload-answered'; taskId: string }
+  | { kind: 'upload-failed'; error: unknown }
+  | { kind: 'task'; result: TaskResult }
+  /** fetch_tasks_results or fetch_document_data failed. */
+  | { kind: 'poll-failed'; error: unknown }
+  | { kind: 'results-written' }
+  | { kind: 'results-failed'; error: unknown }
+  | { kind: 'archived' }
+  | { kind: 'archive-failed'; error: unknown }
+  /** Moved to the failed folder (or, if gone, its .error.json written there); `path` is where it is now. */
+  | { kind: 'failure-reported'; path: string }
+  | { kind: 'report-failed'; error: unknown }
+  /** The daemon starts after a stop or a crash. */
+  | { kind: 'restarted' }
+  /** `docex-sync retry`: a failed file that was not yet moved goes through the pipeline again. */
+  | { kind: 'retry-requested' };
+
+export type Effect =
+  | { kind: 'none' }
+  | { kind: 'hash' }
+  | { kind: 'upload' }
+  | { kind: 'write-results'; documentId: number; outcome: 'processed' | 'duplicate' }
+  | { kind: 'archive' }
+  | { kind: 'report-failure' }
+  /** The API key was refused: stop the run (exit 3); no file changes state. */
+  | { kind: 'stop-run'; error: unknown }
+  /** The service says the watch's template or folder does not exist: hold the watch's uploads. */
+  | { kind: 'pause-watch'; reason: string }
+  /** The service could not be reached: shown as a run-level problem; the file waits. */
+  | { kind: 'service-unreachable'; reason: string };
+
+export type Changes = Partial<Omit<FileRow, 'id'>>;
+export interface Decision {
+  changes: Changes | undefined;
+  effect: Effect;
+}
+
+/** How an error from the service counts. */
+export type Fault = 'auth' | 'target-missing' | 'unreachable' | 'transient' | 'permanent';
+
+/**
+ * 401/403 are about the key, not the file. A 404 on upload means the template or folder in the
+ * config does not exist (there is no other id in an upload). Refused connections and timeouts mean
+ * the service is away. Other retryable errors (429, 5xx, 408) are transient; the rest is permanent.
+ */
+export function classify(error: unknown, operation: 'upload' | 'poll'): Fault {
+  if (error instanceof DocexAuthenticationError || error instanceof DocexPermissionError) return 'auth';
+  if (operation === 'upload' && error instanceof DocexNotFoundError) return 'target-missing';
+  if (error instanceof DocexConnectionError) return 'unreachable';
+  if (error instanceof DocexInputError) return 'permanent';
+  if (error instanceof DocexError) return error.retryable ? 'transient' : 'permanent';
+  return 'transient';
+}
+
+export const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** The core's backoff (exponential with jitter; a server-given Retry-After wins). */
+function backoff(policy: Policy, attempt: number, error?: unknown): number {
+  const retryAfter = (error as { retryAfterMs?: number } | undefined)?.retryAfterMs;
+  return (
+    retryDelayMs(
+      attempt,
+      {
+        ...DEFAULT_RETRY,
+        initialDelayMs: policy.upload.retry_base_ms,
+        maxDelayMs: policy.upload.retry_max_ms,
+        maxRetryAfterMs: policy.upload.retry_max_ms,
+      },
+      policy.random,
+      retryAfter,
+    ) ?? policy.upload.retry_max_ms
+  );
+}
+
+const none: Effect = { kind: 'none' };
+const keep = (effect: Effect = none): Decision => ({ changes: undefined, effect });
+const to = (changes: Changes, effect: Effect = none): Decision => ({ changes, effect });
+const fail = (reason: string): Decision =>
+  to(
+    { state: 'failed', outcome: 'failed', reason, finalized: 0, blocked: null, next_at: 0 },
+    {
+      kind: 'report-failure',
+    },
+  );
+/** Waiting for a changed file to settle again. */
+const unsettled = (size: number, mtimeMs: number, now: number, policy: Policy): Decision =>
+  to({ state: 'discovered', size, mtime_ms: mtimeMs, stable_since: now, next_at: now + policy.stable_ms });
+
+export function decide(row: FileRow, obs: Observation, now: number, policy: Policy): Decision {
+  const decision = decideUnchecked(row, obs, now, policy);
+  const next = decision.changes?.state;
+  if (next && next !== row.state && !TRANSITIONS[row.state].includes(next))
+    throw new Error(`lifecycle: ${row.state} → ${next} on ${obs.kind} is not an allowed transition`);
+  return decision;
+}
+
+function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Policy): Decision {
+  const { state } = row;
+  switch (obs.kind) {
+    case 'file-seen': {
+      if (state !== 'discovered' && state !== 'stable') return keep();
+      if (obs.size !== row.size || obs.mtimeMs !== row.mtime_ms)
+        return unsettled(obs.size, obs.mtimeMs, now, policy);
+      if (state === 'stable') return keep({ kind: 'upload' });
+      if (now - row.stable_since >= policy.stable_ms) return keep({ kind: 'hash' });
+      return to({ next_at: row.stable_since + policy.stable_ms });
+    }
+    case 'hashed':
+      if (state !== 'discovered') return keep();
+      if (obs.size !== row.size || obs.mtimeMs !== row.mtime_ms)
+        return unsettled(obs.size, obs.mtimeMs, now, policy);
+      return to({ state: 'stable', sha256: obs.sha256, next_at: now });
+    case 'file-vanished':
+      if (state === 'discovered' || state === 'stable' || state === 'uploading')
+        return fail('the file disappeared before it was uploaded');
+      return keep();
+    case 'same-bytes-done':
+      if (state !== 'stable') return keep();
+      return to({
+        state: 'uploaded',
+        task_id: null,
+        document_id: obs.documentId,
+        outcome: 'duplicate',
+        uploaded_at: now,
+        next_at: now,
+        reason: null,
+      });
+    case 'same-bytes-in-flight':
+      if (state !== 'stable') return keep();
+      return to({ next_at: now + policy.poll.interval_ms });
+    case 'upload-starting':
+      if (state !== 'stable') return keep();
+      return to({ state: 'uploading', attempts: row.attempts + 1 }, { kind: 'upload' });
+    case 'upload-answered':
+      if (state !== 'uploading') return keep();
+      return to({
+        state: 'uploaded',
+        task_id: obs.taskId,
+        uploaded_at: now,
+        next_at: now + policy.poll.interval_ms,
+        poll_interval_ms: policy.poll.interval_ms,
+        reason: null,
+      });
+    case 'upload-failed':
+      return state === 'uploading' ? uploadFailed(row, obs.error, now, policy) : keep();
+    case 'task':
+      return state === 'uploaded' ? taskAnswered(row, obs.result, now, policy) : keep();
+    case 'poll-failed': {
+      if (state !== 'uploaded') return keep();
+      const fault = classify(obs.error, 'poll');
+      if (fault === 'auth') return keep({ kind: 'stop-run', error: obs.error });
+      if (fault === 'permanent') {
+        const what = row.task_id ? `task ${row.task_id}` : `document ${row.document_id}`;
+        return fail(`${what}: ${describe(obs.error)}`);
+      }
+      const reason = describe(obs.error);
+      if (fault === 'transient') return later(row, now, policy, { reason });
+      const waiting = later(row, now, policy, { reason }, obs.error);
+      return { ...waiting, effect: { kind: 'service-unreachable', reason } };
+    }
+    case 'results-written':
+      if (state !== 'uploaded') return keep();
+      return to({ state: 'done', reason: null, blocked: null, next_at: now }, { kind: 'archive' });
+    case 'results-failed':
+      if (state !== 'uploaded') return keep();
+      return later(row, now, policy, { blocked: `could not write the results: ${describe(obs.error)}` });
+    case 'archived':
+      if (state !== 'done') return keep();
+      return to({ state: 'archived', blocked: null, next_at: NEVER });
+    case 'archive-failed':
+      if (state !== 'done') return keep();
+      return to({
+        blocked: `could not archive the source file: ${describe(obs.error)}`,
+        next_at: now + backoff(policy, 0),
+      });
+    case 'failure-reported':
+      if (state !== 'failed') return keep();
+      return to({ finalized: 1, path: obs.path, blocked: null, next_at: NEVER });
+    case 'report-failed':
+      if (state !== 'failed' || row.finalized) return keep();
+      return to({
+        blocked: `could not move the file to the failed folder: ${describe(obs.error)}`,
+        next_at: now + backoff(policy, 0),
+      });
+    case 'restarted':
+      // An upload cut short may or may not have reached the service: it is sent again, and a
+      // DUPLICATE answer gives the first document (docs/daemon.md, "The delivery guarantee").
+      if (state === 'uploading') return to({ state: 'stable', next_at: now });
+      if (state === 'discovered') return to({ stable_since: now, next_at: now + policy.stable_ms });
+      return keep();
+    case 'retry-requested':
+      if (state !== 'failed' || row.finalized) return keep();
+      return to({
+        state: 'discovered',
+        outcome: null,
+        reason: null,
+        blocked: null,
+        attempts: 0,
+        task_id: null,
+        document_id: null,
+        uploaded_at: null,
+        stable_since: now,
+        next_at: now + policy.stable_ms,
+      });
+  }
+}
+
+function uploadFailed(row: FileRow, error: unknown, now: number, policy: Policy): Decision {
+  const fault = classify(error, 'upload');
+  // Not the file's fault: the attempt does not count, the file waits in `stable`.
+  const back = { state: 'stable' as const, attempts: Math.max(0, row.attempts - 1) };
+  const reason = describe(error);
+  if (fault === 'auth') return to({ ...back, next_at: now }, { kind: 'stop-run', error });
+  if (fault === 'target-missing')
+    return to({ ...back, next_at: now, reason }, { kind: 'pause-watch', reason });
+  if (fault === 'unreachable')
+    return to(
+      { ...back, reason, next_at: now + backoff(policy, Math.min(row.attempts, 10), error) },
+      { kind: 'service-unreachable', reason },
+    );
+  if (fault === 'permanent') return fail(`upload refused: ${reason}`);
+  if (row.attempts >= policy.upload.max_attempts)
+    return fail(`upload failed ${row.attempts} times; last error: ${reason}`);
+  return to({ state: 'stable', reason, next_at: now + backoff(policy, row.attempts - 1, error) });
+}
+
+function taskAnswered(row: FileRow, result: TaskResult, now: number, policy: Policy): Decision {
+  const { status } = result;
+  if (isFinalStatus(status)) {
+    if (status === 'FAILED') return fail(`extraction failed: ${result.status_message || 'no message'}`);
+    if (result.document_id == null) return fail(`task ${row.task_id} ${status} without a document id`);
+    return to(
+      {
+        document_id: result.document_id,
+        outcome: status === 'DUPLICATE' ? 'duplicate' : 'processed',
+        reason: null,
+      },
+      {
+        kind: 'write-results',
+        documentId: result.document_id,
+        outcome: status === 'DUPLICATE' ? 'duplicate' : 'processed',
+      },
+    );
+  }
+  const since = row.uploaded_at ?? row.updated_at;
+  if (now - since >= policy.poll.task_timeout_ms)
+    return fail(
+      `task ${row.task_id} not finished after ${policy.poll.task_timeout_ms} ms (last status: ${status})`,
+    );
+  return later(row, now, policy, { reason: null });
+}
+
+/** Polls back off ×1.5 (as the core's waitForTask) up to max_interval_ms; the task timeout is never overslept. */
+function later(row: FileRow, now: number, policy: Policy, changes: Changes, serverError?: unknown): Decision {
+  const interval = Math.min(
+    policy.poll.max_interval_ms,
+    Math.max(policy.poll.interval_ms, Math.round(row.poll_interval_ms * 1.5)),
+  );
+  const wait = serverError ? Math.max(interval, backoff(policy, 0, serverError)) : interval;
+  const deadline =
+    row.task_id && row.uploaded_at !== null ? row.uploaded_at + policy.poll.task_timeout_ms : Infinity;
+  return to({
+    ...changes,
+    poll_interval_ms: interval,
+    next_at: Math.min(now + wait, Math.max(now, deadline)),
+  });
+}
