@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { lstat, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DocexClient, TaskResult } from '../../shared/src/core/index.ts';
 import type { Config, WatchConfig } from './config.ts';
@@ -75,6 +76,7 @@ const LOCAL_JOBS = 8;
 /** A paused watch sends one file every this long to see whether the template or folder is back. */
 const PROBE_MS = 60_000;
 const UNREACHABLE = 'service.unreachable';
+const POLL_GRACE_MS = 2000;
 
 type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
 
@@ -84,6 +86,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly watches: Map<string, WatchConfig>;
   /** Row id → its running job; a row has at most one. */
   private readonly jobs = new Map<number, Promise<void>>();
+  private readonly kinds = new Map<Promise<void>, JobKind>();
   private readonly running: Record<JobKind, number> = {
     stabilize: 0,
     upload: 0,
@@ -99,6 +102,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private timerAt = Infinity;
   private started = false;
   private stopping = false;
+  /** After stop(): late answers of abandoned polls change nothing. */
+  private stopped = false;
   private refused: unknown;
 
   constructor(deps: PipelineDeps) {
@@ -120,6 +125,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
 
   /** Asks the lifecycle, commits the changes, reports run-level effects. Returns the decision. */
   private apply(row: FileRow, observation: Observation): { decision: Decision; row: FileRow } {
+    if (this.stopped) return { decision: { changes: undefined, effect: { kind: 'none' } }, row };
     const now = this.now();
     const decision = decide(row, observation, now, this.policy(row.watch));
     const next = decision.changes ? { ...row, ...decision.changes, updated_at: now } : row;
@@ -235,12 +241,31 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.wake();
   }
 
-  /** Stops starting new work and lets jobs in flight reach a state in the DB. */
+  /**
+   * Stops starting new work and lets jobs in flight reach a state in the DB: uploads (their task id
+   * must be stored) and file moves are waited for; polls get POLL_GRACE_MS, then are left (the task
+   * is polled again after the next start).
+   */
   async stop() {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    while (this.jobs.size) await Promise.allSettled([...this.jobs.values()]);
+    const settled = (kinds: JobKind[]) =>
+      Promise.allSettled([...this.jobs.values()].filter((j) => kinds.includes(this.kinds.get(j)!)));
+    const grace = new AbortController();
+    await Promise.race([
+      settled(['poll']),
+      delay(POLL_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined),
+    ]);
+    grace.abort();
+    while ([...this.kinds.values()].some((k) => k !== 'poll'))
+      await settled(['stabilize', 'upload', 'archive', 'report']);
+    this.stopped = true;
     this.deps.db.flush();
+  }
+
+  /** When the scheduler's one timer fires next; undefined when it has nothing to wait for. */
+  get nextWakeAt(): number | undefined {
+    return Number.isFinite(this.timerAt) ? this.timerAt : undefined;
   }
 
   /** The run was refused (API key): the error, else undefined. */
@@ -354,9 +379,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       .finally(() => {
         this.running[kind]--;
         this.jobs.delete(row.id);
+        this.kinds.delete(job);
         this.wake();
       });
     this.jobs.set(row.id, job);
+    this.kinds.set(job, kind);
   }
 
   /** One timer, at the earliest time something comes due. */

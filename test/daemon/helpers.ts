@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
+import type { DocexClient } from '../../shared/src/core/index.ts';
 import { createNodeClient } from '../../shared/src/node/index.ts';
 import { loadConfig, type Config } from '../../daemon/src/config.ts';
 import { startDaemon, type RunningDaemon } from '../../daemon/src/daemon.ts';
@@ -18,7 +19,7 @@ export interface World {
   configFile: string;
   logs: string[];
   config(): Config;
-  start(): Promise<RunningDaemon>;
+  start(options?: { apiKey?: string; client?: DocexClient }): Promise<RunningDaemon>;
   cleanup(): Promise<void>;
 }
 
@@ -88,15 +89,17 @@ export async function makeWorld(
     configFile,
     logs,
     config: () => loadConfig(configFile),
-    async start() {
+    async start(startOptions = {}) {
       const config = loadConfig(configFile);
       const log = createLogger('debug', { pretty: false, destination: sink });
-      const syncClient = createNodeClient({
-        baseUrl: emulator.url,
-        apiKey: SECRET,
-        logger: log,
-        retry: { initialDelayMs: 20, maxRetries: 2 },
-      });
+      const syncClient =
+        startOptions.client ??
+        createNodeClient({
+          baseUrl: emulator.url,
+          apiKey: startOptions.apiKey ?? SECRET,
+          logger: log,
+          retry: { initialDelayMs: 20, maxRetries: 2 },
+        });
       running = await startDaemon(config, syncClient, log);
       return running;
     },
