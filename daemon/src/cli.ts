@@ -204,13 +204,13 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'check') {
       const answer = await client.checkApiKey();
       if (!answer.valid)
-        throw new DocexAuthenticationError(
-          'check_api_key',
-          { status: 200, headers: {}, body: answer.details },
-          'the service says the key is not valid',
-          undefined,
-          false,
-        );
+        throw new DocexAuthenticationError({
+          operation: 'check_api_key',
+          status: 200,
+          headers: {},
+          body: answer.details,
+          serverMessage: 'the service says the key is not valid',
+        });
       out(`Config ${configFile} is valid; the API key is accepted by ${baseUrlFrom(config, process.env)}.`);
       return EXIT.ok;
     }

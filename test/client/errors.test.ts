@@ -197,6 +197,10 @@ describe('HTTP statuses', () => {
     const api = error as DocexApiError;
     expect(api.status).toBe(status);
     expect(api.retryable).toBe(retryable);
+    expect(api.kind).toBe(
+      retryable ? 'transient' : Class === DocexAuthenticationError ? 'auth' : 'permanent',
+    );
+    expect(Object.getOwnPropertyDescriptor(api, 'retryable')).toBeUndefined(); // derived, never overwritten
     expect(api.body).toEqual(body);
   });
 

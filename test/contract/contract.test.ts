@@ -229,7 +229,6 @@ describe(`contract suite against ${target.live ? target.baseUrl : 'the emulator'
     const mapped = apiErrorFrom(
       'create_field',
       { status: refused.status, headers: refused.headers, body: refused.json },
-      false,
       (t) => t,
       Date.now(),
     );

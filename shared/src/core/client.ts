@@ -210,7 +210,7 @@ class DocexClientBase {
           log?.info({ operation: name, attempt }, 'docex: already deleted by an earlier attempt');
           return this.parse(op, { status: 200, headers: {}, body: '' }) as OutputOf<K>;
         }
-        error = apiErrorFrom(name, response, false, this.redact, this.now());
+        error = apiErrorFrom(name, response, this.redact, this.now());
       } catch (thrown) {
         if (thrown instanceof DocexError) throw thrown;
         notSent =
@@ -226,9 +226,7 @@ class DocexClientBase {
         attempt < policy.maxRetries && retryable
           ? retryDelayMs(attempt, policy, this.random, serverWait)
           : undefined;
-      if (delay === undefined) {
-        throw Object.defineProperty(error, 'retryable', { value: isTransient(error) });
-      }
+      if (delay === undefined) throw error;
       log?.warn(
         { operation: name, attempt: attempt + 1, delayMs: delay, error: error.message },
         'docex: retrying',
@@ -345,18 +343,13 @@ class DocexClientBase {
     if (thrown instanceof TransportError) {
       const message = this.redact(thrown.message);
       return thrown.kind === 'timeout'
-        ? new DocexTimeoutError(operation, `timed out: ${message}`, thrown.code)
-        : new DocexConnectionError(operation, `connection failed: ${message}`, thrown.code);
+        ? new DocexTimeoutError(operation, `timed out: ${message}`, { code: thrown.code })
+        : new DocexConnectionError(operation, `connection failed: ${message}`, { code: thrown.code });
     }
     const message = thrown instanceof Error ? thrown.message : String(thrown);
-    return new DocexConnectionError(operation, `request failed: ${this.redact(message)}`, undefined);
+    return new DocexConnectionError(operation, `request failed: ${this.redact(message)}`);
   }
 }
-
-const isTransient = (e: DocexError) =>
-  e instanceof DocexConnectionError ||
-  e instanceof DocexRateLimitError ||
-  ('status' in e && typeof e.status === 'number' && (e.status >= 500 || e.status === 408));
 
 function asDocId(id: unknown): number {
   if (typeof id === 'number' && Number.isSafeInteger(id)) return id;

@@ -5,58 +5,86 @@
 import { BatchFileError, ValidationDetail } from './schemas.ts';
 import type { TransportResponse } from './transport.ts';
 
+/**
+ * What a failure means for whoever handles it, decided once where the error is made:
+ * - `transient`: may work later (429, 5xx, 408, network, timeout); already retried where that was safe;
+ * - `permanent`: this request fails the same way again (bad input, 4xx, an unusable answer, a redirect);
+ * - `auth`: the credential is refused; every request of the run will fail, so stop the run;
+ * - `aborted`: the caller's signal stopped it.
+ */
+export type ErrorKind = 'transient' | 'permanent' | 'auth' | 'aborted';
+
+export interface DocexErrorOptions {
+  kind?: ErrorKind;
+  cause?: unknown;
+}
+
 export class DocexError extends Error {
   readonly operation: string;
-  /** Worth trying again later (429, 5xx, network); already retried inside the client where safe. */
-  readonly retryable: boolean;
-  constructor(operation: string, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+  readonly kind: ErrorKind;
+  constructor(operation: string, message: string, options: DocexErrorOptions = {}) {
     super(`${operation}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.operation = operation;
-    this.retryable = options.retryable ?? false;
+    this.kind = options.kind ?? 'permanent';
+  }
+  /** Worth trying again later (kind `transient`); already retried inside the client where safe. */
+  get retryable(): boolean {
+    return this.kind === 'transient';
   }
 }
 
 /** The call's input was refused before anything was sent. */
 export class DocexInputError extends DocexError {}
 
+/** Everything an HTTP error answer carries, already redacted. */
+export interface ApiErrorInit {
+  operation: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+  /** The server's own words (detail, message or text). */
+  serverMessage: string;
+  batchError?: BatchFileError;
+  retryAfterMs?: number;
+}
+
+/** transient for 408, 429 and 5xx; auth for 401 (and the credential 403s, see DocexAuthenticationError). */
+export const kindOfStatus = (status: number): ErrorKind =>
+  status === 408 || status === 429 || status >= 500 ? 'transient' : status === 401 ? 'auth' : 'permanent';
+
 export class DocexApiError extends DocexError {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly body: unknown;
-  /** The server's own words (detail, message or text). */
   readonly serverMessage: string;
   /** error_code of a BatchFileErrorResponse body, when the server sent one. */
   readonly code: string | undefined;
   readonly batchError: BatchFileError | undefined;
-  constructor(
-    operation: string,
-    response: TransportResponse,
-    serverMessage: string,
-    batchError: BatchFileError | undefined,
-    retryable: boolean,
-    retryAfterMs?: number,
-  ) {
+  /** Set on 429 (and on 503 and others when the server sent Retry-After / retry-after-ms). */
+  readonly retryAfterMs: number | undefined;
+  constructor(init: ApiErrorInit, kind: ErrorKind = kindOfStatus(init.status)) {
+    const { batchError, serverMessage, status } = init;
     const what = batchError
       ? `${batchError.error_code}${batchError.id_type ? ` (${batchError.id_type} ${String(batchError.id)})` : ''}`
-      : reason(response.status);
-    super(operation, `HTTP ${response.status} ${what}${serverMessage ? `: ${serverMessage}` : ''}`, {
-      retryable,
-    });
-    this.status = response.status;
-    this.headers = response.headers;
-    this.body = response.body;
+      : reason(status);
+    super(init.operation, `HTTP ${status} ${what}${serverMessage ? `: ${serverMessage}` : ''}`, { kind });
+    this.status = status;
+    this.headers = init.headers;
+    this.body = init.body;
     this.serverMessage = serverMessage;
     this.code = batchError?.error_code;
     this.batchError = batchError;
-    this.retryAfterMs = retryAfterMs;
+    this.retryAfterMs = init.retryAfterMs;
   }
-  /** Readable everywhere, set on 429 (and on 503 and others when the server sent Retry-After / retry-after-ms). */
-  readonly retryAfterMs: number | undefined;
 }
 export class DocexBadRequestError extends DocexApiError {}
 /** 401, or a 403 whose message says the credential is missing or invalid. */
-export class DocexAuthenticationError extends DocexApiError {}
+export class DocexAuthenticationError extends DocexApiError {
+  constructor(init: ApiErrorInit) {
+    super(init, 'auth');
+  }
+}
 export class DocexPermissionError extends DocexApiError {}
 export class DocexNotFoundError extends DocexApiError {}
 export class DocexConflictError extends DocexApiError {}
@@ -73,16 +101,57 @@ export class DocexValidationError extends DocexApiError {
 /** 429. `retryAfterMs` (inherited) holds the server's Retry-After / retry-after-ms, when it sent one. */
 export class DocexRateLimitError extends DocexApiError {}
 export class DocexServerError extends DocexApiError {}
+/**
+ * A 3xx answer the client did not follow: it follows redirects only for reads within the same origin
+ * (never with the credential to another origin, never for a write, whose body may not be sent twice).
+ */
+export class DocexRedirectError extends DocexApiError {
+  /** The Location header as sent (redacted). */
+  readonly location: string | undefined;
+  constructor(init: ApiErrorInit) {
+    const location = header(init.headers, 'location');
+    super({
+      ...init,
+      serverMessage: `redirect to ${location ?? '(no Location)'} not followed (the client follows redirects only for reads within the same origin)`,
+    });
+    this.location = location;
+  }
+}
+
+export interface ConnectionErrorOptions {
+  /** The system error code (ECONNRESET, ECONNREFUSED...). */
+  code?: string;
+  cause?: unknown;
+}
 
 export class DocexConnectionError extends DocexError {
   readonly code: string | undefined;
-  constructor(operation: string, message: string, code: string | undefined, cause?: unknown) {
-    super(operation, message, { retryable: true, cause });
-    this.code = code;
+  constructor(operation: string, message: string, options: ConnectionErrorOptions = {}) {
+    super(operation, message, { kind: 'transient', cause: options.cause });
+    this.code = options.code;
   }
 }
 export class DocexTimeoutError extends DocexConnectionError {}
-export class DocexAbortError extends DocexError {}
+export class DocexAbortError extends DocexError {
+  constructor(operation: string, message: string, options: { cause?: unknown } = {}) {
+    super(operation, message, { kind: 'aborted', cause: options.cause });
+  }
+}
+
+/** A buffered answer larger than the client's `maxResponseBytes` (streamed downloads have no cap). */
+export class DocexResponseTooLargeError extends DocexError {
+  /** Bytes announced (Content-Length) or read before giving up. */
+  readonly size: number;
+  readonly limit: number;
+  constructor(operation: string, size: number, limit: number) {
+    super(
+      operation,
+      `answer of ${size} bytes or more exceeds the limit of ${limit} bytes for a buffered answer (maxResponseBytes)`,
+    );
+    this.size = size;
+    this.limit = limit;
+  }
+}
 
 /** An answer whose shape cannot be used; `path` points at the bad value. */
 export class DocexResponseShapeError extends DocexError {
@@ -103,7 +172,7 @@ export class DocexTaskTimeoutError extends DocexError {
     super(
       'fetch_tasks_results',
       `task ${taskId} not finished after ${Math.round(timeoutMs / 1000)} s (last status: ${lastStatus ?? 'none'})`,
-      { retryable: true },
+      { kind: 'transient' },
     );
     this.taskId = taskId;
     this.lastStatus = lastStatus;
@@ -111,6 +180,11 @@ export class DocexTaskTimeoutError extends DocexError {
 }
 
 const REASONS: Record<number, string> = {
+  301: 'Moved Permanently',
+  302: 'Found',
+  303: 'See Other',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
@@ -171,7 +245,7 @@ export function isAuthenticationMessage(message: string): boolean {
   return AUTH_WORDS.test(message) && !PERMISSION_WORDS.test(message);
 }
 
-type ApiErrorClass = typeof DocexApiError;
+type ApiErrorClass = new (init: ApiErrorInit) => DocexApiError;
 
 function classFor(status: number, message: string, batchError: BatchFileError | undefined): ApiErrorClass {
   if (status === 400) return DocexBadRequestError;
@@ -183,6 +257,7 @@ function classFor(status: number, message: string, batchError: BatchFileError | 
   if (status === 413) return DocexPayloadTooLargeError;
   if (status === 422) return DocexValidationError;
   if (status === 429) return DocexRateLimitError;
+  if (status >= 300 && status < 400) return DocexRedirectError;
   if (status >= 500) return DocexServerError;
   return DocexApiError;
 }
@@ -212,7 +287,6 @@ function batchErrorOf(body: unknown): BatchFileError | undefined {
 export function apiErrorFrom(
   operation: string,
   response: TransportResponse,
-  retryable: boolean,
   redact: (s: string) => string,
   nowMs: number,
 ): DocexApiError {
@@ -224,13 +298,21 @@ export function apiErrorFrom(
   const batchError = batchErrorOf(safe.body);
   const message = redact(batchError ? batchError.message : serverMessageOf(safe.body));
   const Class = classFor(safe.status, message, batchError);
-  return new Class(operation, safe, message, batchError, retryable, retryAfterMs(safe.headers, nowMs));
+  return new Class({
+    operation,
+    status: safe.status,
+    headers: safe.headers,
+    body: safe.body,
+    serverMessage: message,
+    batchError,
+    retryAfterMs: retryAfterMs(safe.headers, nowMs),
+  });
 }
 
-const header = (headers: TransportResponse['headers'], name: string): string | undefined => {
+function header(headers: TransportResponse['headers'], name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
-};
+}
 
 /** Retry-After (seconds or HTTP date) or retry-after-ms, in milliseconds. */
 export function retryAfterMs(headers: TransportResponse['headers'], nowMs: number): number | undefined {
