@@ -79,6 +79,7 @@ export function buildRequest(
     query,
     headers: { accept: op.output === 'binary' ? '*/*' : 'application/json' },
     responseType: op.output === 'binary' ? 'binary' : 'json',
+    idempotent: op.idempotent,
   };
   if (parts.length > 0) request.body = { type: 'multipart', parts };
   else if (op.params.some((p) => p.in === 'body')) request.body = { type: 'json', value: body };

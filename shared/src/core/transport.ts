@@ -26,6 +26,8 @@ export interface TransportRequest {
   body?: RequestBody;
   /** 'binary': a 2xx body is handed back as a stream; error bodies are always read as JSON or text. */
   responseType: 'json' | 'binary';
+  /** Sending it twice cannot change the outcome (OPERATIONS[name].idempotent). */
+  idempotent?: boolean;
   signal?: AbortSignal;
   timeoutMs?: number;
 }

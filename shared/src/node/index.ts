@@ -8,18 +8,20 @@ import { randomBytes } from 'node:crypto';
 import { DocexClient, type BinaryResult, type ClientOptions } from '../core/client.ts';
 import type { Logger, Sleep } from '../core/transport.ts';
 import type { RetryPolicy } from '../core/retry.ts';
-import { NodeTransport, type ThrottleOptions } from './transport.ts';
+import { NodeTransport, type NodeTransportOptions } from './transport.ts';
 
-export { NodeTransport, type ThrottleOptions } from './transport.ts';
+export {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  NodeTransport,
+  type NodeTransportOptions,
+  type ThrottleOptions,
+} from './transport.ts';
 
-export interface NodeClientOptions extends ThrottleOptions {
-  baseUrl: string;
-  apiKey: string;
+export interface NodeClientOptions extends NodeTransportOptions {
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   logger?: Logger;
   instructionIdIn?: 'query' | 'path';
-  userAgent?: string;
 }
 
 export const nodeSleep: Sleep = (ms, signal) => delay(ms, undefined, { signal });

@@ -5,17 +5,23 @@
  * server really sees in flight.
  */
 import { open, stat } from 'node:fs/promises';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
-import got, { type Response } from 'got';
+import { setTimeout as delay } from 'node:timers/promises';
+import got, { type Got, type Response } from 'got';
 import PQueue from 'p-queue';
 import {
   DocexAbortError,
   DocexConnectionError,
   DocexError,
   DocexInputError,
+  DocexResponseTooLargeError,
   DocexTimeoutError,
 } from '../core/errors.ts';
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
+import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
 import {
   TransportError,
   NOT_SENT_CODES,
@@ -28,38 +34,85 @@ import {
 export interface ThrottleOptions {
   /** Requests in flight at once (default 4). */
   concurrency?: number;
-  /** At most `intervalCap` requests start in any `intervalMs` window (default: no limit). */
+  /**
+   * At most `intervalCap` requests arrive at the server in any `intervalMs` window (default: no
+   * limit): spaced evenly, counted when each is put on the wire (see core/rate-limit.ts).
+   */
   intervalCap?: number;
   intervalMs?: number;
+  /** Safety margin added to the window (default DEFAULT_RATE_MARGIN_MS, 50 ms). */
+  rateMarginMs?: number;
 }
 
 export interface NodeTransportOptions extends ThrottleOptions {
   baseUrl: string;
   apiKey: string;
   userAgent?: string;
+  /** A JSON or text answer larger than this fails with DocexResponseTooLargeError (default 64 MiB). */
+  maxResponseBytes?: number;
+  /**
+   * Pooled connections (used by idempotent requests only) are closed after this idle time (default
+   * 1 s), below the keep-alive timeouts of common servers (gunicorn 2 s, Node and uvicorn 5 s).
+   */
+  keepAliveIdleMs?: number;
 }
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
+
+type RequestStream = ReturnType<Got['stream']>;
 
 export class NodeTransport implements Transport {
   readonly queue: PQueue;
+  readonly limiter: SendRateLimiter | undefined;
   private readonly baseUrl: string;
-  private readonly headers: Record<string, string>;
+  private readonly origin: string;
+  private readonly maxResponseBytes: number;
+  /** Idempotent requests: keep-alive connections (a reset is retried by the client). */
+  private readonly pooled: Got;
+  /**
+   * Everything else (uploads, creates, reruns): a fresh connection each, which the server cannot have
+   * closed while it sat in a pool, so a write is never lost to a keep-alive race.
+   */
+  private readonly fresh: Got;
+  private readonly timeouts = new Map<number, { connect: number; socket: number; response: number }>();
 
   constructor(options: NodeTransportOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl))
       throw new TypeError(`baseUrl must start with http:// or https:// (got "${options.baseUrl}")`);
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.headers = {
-      authorization: `Bearer ${options.apiKey}`,
-      'user-agent': options.userAgent ?? 'docex-client',
-    };
-    this.queue = new PQueue({
-      concurrency: options.concurrency ?? 4,
-      ...(options.intervalCap
-        ? // strict: a sliding window. p-queue's default fixed windows let 2 x intervalCap requests
-          // start around a window boundary, which a server's own rate limit answers with 429.
-          { intervalCap: options.intervalCap, interval: options.intervalMs ?? 1000, strict: true }
-        : {}),
+    this.origin = new URL(this.baseUrl).origin;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const idle = options.keepAliveIdleMs ?? 1000;
+    // Built once: got merges these defaults into each request far more cheaply than full options.
+    this.pooled = got.extend({
+      headers: {
+        authorization: `Bearer ${options.apiKey}`,
+        'user-agent': options.userAgent ?? 'docex-client',
+      },
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      followRedirect: false,
+      decompress: true,
+      agent: {
+        http: new HttpAgent({ keepAlive: true, timeout: idle }),
+        https: new HttpsAgent({ keepAlive: true, timeout: idle }),
+      },
     });
+    this.fresh = this.pooled.extend({
+      agent: { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) },
+    });
+    this.queue = new PQueue({ concurrency: options.concurrency ?? 4 });
+    this.limiter = options.intervalCap
+      ? new SendRateLimiter({
+          limit: options.intervalCap,
+          windowMs: options.intervalMs ?? 1000,
+          marginMs: options.rateMarginMs,
+          now: () => performance.now(),
+          sleep: (ms, signal) => delay(ms, undefined, { signal }),
+        })
+      : undefined;
   }
 
   send(request: TransportRequest): Promise<TransportResponse> {
@@ -79,7 +132,7 @@ export class NodeTransport implements Transport {
           // An abort rejects add() at once, even while the request runs. The request stops on the
           // same signal; the caller hears of it once it has (an upload's file closed).
           await running?.catch(() => {});
-          // DocexErrors (a file that cannot be read) go to the client as they are.
+          // DocexErrors (a file that cannot be read, an answer too large) go to the client as they are.
           reject(error instanceof DocexError ? error : toTransportError(error, request.signal));
         });
     });
@@ -88,9 +141,9 @@ export class NodeTransport implements Transport {
   private async perform(
     request: TransportRequest,
   ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
-    const url = new URL(this.baseUrl + request.path);
+    let url = new URL(this.baseUrl + request.path);
     for (const [k, v] of request.query) url.searchParams.append(k, v);
-    const headers: Record<string, string> = { ...request.headers, ...this.headers };
+    const headers: Record<string, string> = { ...request.headers };
     let body: Buffer | undefined;
     let multipart: { plan: MultipartPlan; sizeOf: (file: FileInput) => number | undefined } | undefined;
     if (request.body?.type === 'json') {
@@ -108,34 +161,56 @@ export class NodeTransport implements Transport {
       body = Buffer.alloc(0);
     }
 
-    const stream = got.stream(url, {
-      method: request.method,
-      headers,
-      body,
-      throwHttpErrors: false,
-      retry: { limit: 0 },
-      // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, any stall of
-      // the socket, and the wait for the answer once the request is sent.
-      timeout: request.timeoutMs
-        ? { connect: request.timeoutMs, socket: request.timeoutMs, response: request.timeoutMs }
-        : {},
-      signal: request.signal,
-      decompress: true,
-    });
-    // The multipart body is written into the request stream as it goes (see writeMultipart).
-    const writer = multipart ? writeMultipart(stream, multipart.plan, multipart.sizeOf) : undefined;
-    try {
-      return await this.answer(stream, request);
-    } catch (error) {
-      // The request died (reset, timeout, abort) maybe while the writer was opening a file: the caller
-      // hears of it only once the writer has stopped and closed its file.
-      await writer;
-      throw error;
+    for (let hops = 0; ; hops++) {
+      // The rate limit is taken here, after the files were opened and sized, right before sending.
+      const ticket = await this.limiter?.acquire(request.signal, request.operation);
+      const http = request.idempotent ? this.pooled : this.fresh;
+      const stream = http.stream(url, {
+        method: request.method,
+        headers,
+        body,
+        // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, any stall
+        // of the socket, and the wait for the answer once the request is sent.
+        timeout: this.timeoutsFor(request.timeoutMs),
+        signal: request.signal,
+      });
+      const wire = watchWire(stream, ticket);
+      // The multipart body is written into the request stream as it goes (see writeMultipart).
+      const writer = multipart ? writeMultipart(stream, multipart.plan, multipart.sizeOf) : undefined;
+      let result: { response: TransportResponse; finished: Promise<void> };
+      try {
+        result = await this.answer(stream, request);
+      } catch (error) {
+        // The request died (reset, timeout, abort) maybe while the writer was opening a file: the
+        // caller hears of it only once the writer has stopped and closed its file.
+        await writer;
+        throw wire.failed(error);
+      }
+      ticket?.sent();
+      const next = this.redirectTarget(request, result.response, url);
+      if (!next || hops >= MAX_REDIRECTS) return result;
+      url = next;
     }
   }
 
+  /** Same-origin redirects of reads are followed; anything else goes back as a 3xx answer (an error). */
+  private redirectTarget(request: TransportRequest, response: TransportResponse, from: URL): URL | undefined {
+    if (request.method !== 'GET' || !REDIRECT_STATUSES.has(response.status)) return undefined;
+    const location = response.headers.location;
+    if (typeof location !== 'string') return undefined;
+    const target = URL.canParse(location, from.href) ? new URL(location, from) : undefined;
+    return target?.origin === this.origin ? target : undefined;
+  }
+
+  private timeoutsFor(ms: number | undefined) {
+    if (!ms) return {};
+    let timeouts = this.timeouts.get(ms);
+    if (!timeouts) this.timeouts.set(ms, (timeouts = { connect: ms, socket: ms, response: ms }));
+    return timeouts;
+  }
+
   private async answer(
-    stream: ReturnType<typeof got.stream>,
+    stream: RequestStream,
     request: TransportRequest,
   ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
     const response = await new Promise<Response>((resolve, reject) => {
@@ -152,13 +227,46 @@ export class NodeTransport implements Transport {
         finished,
       };
     }
-    const text = await readText(stream);
+    const text = await readText(stream, request.operation, this.maxResponseBytes, headersOut);
     return {
       response: { status: response.statusCode, headers: headersOut, body: parseBody(text) },
       finished: Promise.resolve(),
     };
   }
 }
+
+/**
+ * Follows one request onto the wire: marks its rate-limit ticket sent when its socket is connected
+ * (or handed over from the pool), and, when it fails, tells whether any byte of it can have been
+ * written: a request whose socket took no byte from it provably never reached the server.
+ */
+function watchWire(stream: RequestStream, ticket: SendTicket | undefined) {
+  let socket: Socket | undefined;
+  let bytesBefore = 0;
+  stream.once('request', (req: { once(event: 'socket', cb: (s: Socket) => void): void }) => {
+    req.once('socket', (s: Socket) => {
+      socket = s;
+      bytesBefore = s.bytesWritten;
+      if (!s.connecting) ticket?.sent();
+      else s.once('encrypted' in s ? 'secureConnect' : 'connect', () => ticket?.sent());
+    });
+  });
+  return {
+    failed(error: unknown): unknown {
+      // bytesWritten counts what the socket has taken, sent or still buffered: unchanged means nothing left.
+      const written = socket !== undefined && socket.bytesWritten > bytesBefore;
+      if (written) ticket?.sent();
+      else {
+        ticket?.cancel();
+        if (error && typeof error === 'object') provenUnsent.add(error);
+      }
+      return error;
+    },
+  };
+}
+
+/** Errors of requests of which not one byte was written (see watchWire). */
+const provenUnsent = new WeakSet<object>();
 
 /**
  * The download as the reader sees it: a failure while reading becomes a DocexError naming the
@@ -175,16 +283,34 @@ async function* guardedBody(stream: Readable, request: TransportRequest): AsyncG
         cause: request.signal?.reason,
       });
     const Class = e.kind === 'timeout' ? DocexTimeoutError : DocexConnectionError;
-    throw new Class(request.operation, `download interrupted: ${e.message}`, e.code);
+    throw new Class(request.operation, `download interrupted: ${e.message}`, { code: e.code });
   } finally {
     stream.destroy();
   }
 }
 
-async function readText(stream: AsyncIterable<Buffer | string>): Promise<string> {
+/** The whole answer as text, refused beyond `limit` bytes (announced or read) so memory stays bounded. */
+async function readText(
+  stream: Readable,
+  operation: string,
+  limit: number,
+  headers: TransportResponse['headers'],
+): Promise<string> {
+  const announced = Number(headers['content-length']);
+  const tooLarge = (size: number) => {
+    stream.destroy();
+    return new DocexResponseTooLargeError(operation, size, limit);
+  };
+  if (announced > limit) throw tooLarge(announced);
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8');
+  let total = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    total += bytes.byteLength;
+    if (total > limit) throw tooLarge(total);
+    chunks.push(bytes);
+  }
+  return Buffer.concat(chunks, total).toString('utf8');
 }
 
 /** JSON when it parses, the text otherwise ('' for an empty body). */
@@ -320,6 +446,6 @@ function toTransportError(error: unknown, signal: AbortSignal | undefined): Tran
   }
   return new TransportError('connection', message, {
     code: e.code,
-    requestSent: !(e.code && NOT_SENT_CODES.has(e.code)),
+    requestSent: !(provenUnsent.has(error as object) || (e.code && NOT_SENT_CODES.has(e.code))),
   });
 }
