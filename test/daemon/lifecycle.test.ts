@@ -67,10 +67,9 @@ const response = (status: number) => ({ status, headers: {}, body: { detail: 'x'
 const api = <C extends typeof DocexApiError>(
   Cls: C,
   status: number,
-  op = 'upload_file',
+  operation = 'upload_file',
   retryAfterMs?: number,
-) =>
-  new Cls(op, response(status), 'server says no', undefined, status === 429 || status >= 500, retryAfterMs);
+) => new Cls({ operation, ...response(status), serverMessage: 'server says no', retryAfterMs });
 const errors = {
   auth401: api(DocexAuthenticationError, 401),
   forbidden403: api(DocexPermissionError, 403),
@@ -79,8 +78,8 @@ const errors = {
   bad400: api(DocexBadRequestError, 400),
   rateLimited429: api(DocexRateLimitError, 429, 'upload_file', 3000),
   server503: api(DocexServerError, 503),
-  refused: new DocexConnectionError('upload_file', 'connect ECONNREFUSED', 'ECONNREFUSED'),
-  timeout: new DocexTimeoutError('upload_file', 'timed out after 120000 ms', 'ETIMEDOUT'),
+  refused: new DocexConnectionError('upload_file', 'connect ECONNREFUSED', { code: 'ECONNREFUSED' }),
+  timeout: new DocexTimeoutError('upload_file', 'timed out after 120000 ms', { code: 'ETIMEDOUT' }),
   input: new DocexInputError('upload_file', 'file is empty'),
   shape: new DocexResponseShapeError('upload_file', 'task_id', 'missing', {}),
   plain: new Error('EIO'),
