@@ -7,6 +7,7 @@ import { expect } from 'vitest';
 import {
   DocexApiError,
   DocexNotFoundError,
+  retryAfterMs,
   type DocexClient,
   type TransportRequest,
 } from '../../shared/src/core/index.ts';
@@ -56,32 +57,81 @@ export interface RawAnswer {
   json: unknown;
 }
 
-/** A request sent with fetch, bypassing the client (for input the client refuses to send). */
+/** Methods a repeated request cannot do twice (the raw requests of the suite are all of these or POSTs). */
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+/** Failures before the server can have seen the request: safe to repeat for every method. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+export interface RawOptions {
+  query?: Record<string, string>;
+  body?: unknown;
+  apiKey?: string | null;
+  /** Further attempts after a 429 or a reset (default 4). */
+  retries?: number;
+  /** A Retry-After above this is not waited out: the 429 is returned (default 60 s). */
+  maxWaitMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const errorCode = (error: unknown): string | undefined => {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.code === 'string') return e.code;
+  }
+  return undefined;
+};
+
+/**
+ * A request sent with fetch, bypassing the client (for input the client refuses to send). Like the
+ * client, it honours 429 + Retry-After (seconds or HTTP date; 1 s when absent) for every method, and
+ * repeats a reset or dropped connection for idempotent methods (and a refused one for all), so one
+ * 429 or one closed keep-alive connection of a live deployment does not fail the next assertion.
+ */
 export async function raw(
   target: Target,
   method: string,
   path: string,
-  options: { query?: Record<string, string>; body?: unknown; apiKey?: string | null } = {},
+  options: RawOptions = {},
 ): Promise<RawAnswer> {
   const url = new URL(target.baseUrl.replace(/\/+$/, '') + path);
   for (const [k, v] of Object.entries(options.query ?? {})) url.searchParams.append(k, v);
   const key = options.apiKey === undefined ? target.apiKey : options.apiKey;
-  const response = await fetch(url, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const text = await response.text();
-  let json: unknown = undefined;
-  try {
-    json = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    /* not JSON */
+  const retries = options.retries ?? 4;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  for (let attempt = 0; ; attempt++) {
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: {
+          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+          ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      });
+    } catch (error) {
+      const code = errorCode(error);
+      const repeatable = IDEMPOTENT_METHODS.has(method.toUpperCase()) || (code && NOT_SENT.has(code));
+      if (!repeatable || attempt >= retries) throw error;
+      await sleep(100 * 2 ** attempt);
+      continue;
+    }
+    const text = await response.text();
+    const headers = Object.fromEntries(response.headers);
+    if (response.status === 429 && attempt < retries) {
+      const wait = retryAfterMs(headers, Date.now()) ?? 1000;
+      if (wait <= (options.maxWaitMs ?? 60_000)) {
+        await sleep(wait);
+        continue;
+      }
+    }
+    let json: unknown = undefined;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: response.status, headers, text, json };
   }
-  return { status: response.status, headers: Object.fromEntries(response.headers), text, json };
 }
 
 /** The entries of a ZIP archive, read from its central directory, with their contents. */
