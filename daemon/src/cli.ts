@@ -17,6 +17,7 @@ import { apiKeyFrom, baseUrlFrom, ConfigError, loadConfig, type Config } from '.
 import { startDaemon } from './daemon.ts';
 import { decide } from './lifecycle.ts';
 import { createLogger } from './logging.ts';
+import { createNotifier } from './notify.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
 import { StateDb } from './state.ts';
@@ -228,9 +229,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (command === 'rerun') {
       const db = new StateDb(config.state_db);
+      const notify = createNotifier(config, log);
       try {
         const r = await runRerun(
-          { db, client, log },
+          { db, client, log, config, notify },
           {
             name: 'cli',
             template_id: int('template-id', values['template-id']),
@@ -248,6 +250,7 @@ export async function main(argv: string[]): Promise<number> {
         );
         return r.status === 'failed' ? EXIT.failure : EXIT.ok;
       } finally {
+        await notify?.close();
         db.close();
       }
     }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod/v4';
+import { NOTIFY_EVENTS } from './notify.ts';
 
 const positiveInt = z.number().int().positive();
 const cron = z.string().min(9, 'a cron expression like "*/5 * * * *"');
@@ -22,6 +23,10 @@ const WatchFolder = z.strictObject({
     .array(z.enum(['json', 'csv']))
     .min(1)
     .default(['json', 'csv']),
+  /** With csv: also one row per document in <output>/daily-YYYY-MM-DD.csv. */
+  daily_csv: z.boolean().default(true),
+  /** excel: BOM, ';' between cells, decimal comma unless the template's number_locale is US. */
+  csv_style: z.enum(['standard', 'excel']).default('standard'),
   /** Size and mtime must stay unchanged this long before a file is uploaded. */
   stable_ms: z.number().int().min(0).default(2000),
   /** Poll the file system instead of native events (network shares). */
@@ -42,6 +47,15 @@ const Rerun = z.strictObject({
   override: z.boolean().default(false),
   dry_run: z.boolean().default(false),
 });
+
+const Webhook = z.strictObject({
+  url: z.url(),
+  events: z.array(z.enum(NOTIFY_EVENTS)).min(1).default(['file_failed', 'watch_paused', 'rerun_finished']),
+  /** e.g. the header an n8n Webhook node's Header Auth checks. */
+  headers: z.record(z.string(), z.string()).default({}),
+});
+
+const LOOPBACK = ['127.0.0.1', '::1', 'localhost'];
 
 export const ConfigSchema = z.strictObject({
   api: z
@@ -87,7 +101,27 @@ export const ConfigSchema = z.strictObject({
   http: z
     .strictObject({
       port: z.number().int().min(0).max(65535),
-      host: z.enum(['127.0.0.1', '::1', 'localhost']).default('127.0.0.1'),
+      host: z.string().min(1).default('127.0.0.1'),
+      /** Required to listen on anything but loopback; then token_file is required too. */
+      allow_remote: z.boolean().default(false),
+      /** A file holding the token the status page and /api/* ask for (required off loopback). */
+      token_file: z.string().optional(),
+      /** Host names besides the listen address and localhost the page answers to (a reverse proxy's). */
+      allowed_hosts: z.array(z.string().min(1)).default([]),
+      /** /healthz says 503 once the service has been unreachable or refused the key this long. */
+      unhealthy_after_ms: positiveInt.default(300_000),
+    })
+    .optional(),
+  notify: z
+    .strictObject({
+      webhooks: z.array(Webhook).min(1),
+      max_attempts: positiveInt.default(8),
+      retry_base_ms: positiveInt.default(2_000),
+      retry_max_ms: positiveInt.default(300_000),
+      timeout_ms: positiveInt.default(10_000),
+      concurrency: positiveInt.default(2),
+      queue_size: positiveInt.default(1_000),
+      shutdown_grace_ms: z.number().int().min(0).default(5_000),
     })
     .optional(),
   log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error']).default('info'),
@@ -140,6 +174,13 @@ export function loadConfig(file: string): Config {
   if (config.api.api_key_file) config.api.api_key_file = abs(config.api.api_key_file);
   if (config.pull) config.pull.output = abs(config.pull.output);
   const problems: string[] = [];
+  if (config.http?.token_file) config.http.token_file = abs(config.http.token_file);
+  if (config.http && !LOOPBACK.includes(config.http.host)) {
+    if (!config.http.allow_remote)
+      problems.push(`http.host: ${config.http.host} is not loopback; set http.allow_remote: true to mean it`);
+    else if (!config.http.token_file)
+      problems.push('http.token_file: required when http.allow_remote is true (the page changes state)');
+  }
   config.watch.forEach((w, i) => {
     w.path = abs(w.path);
     w.output = abs(w.output);

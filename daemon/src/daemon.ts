@@ -8,9 +8,11 @@ import type { Config } from './config.ts';
 import { removeStaleTemps } from './files.ts';
 import { startHttp } from './http.ts';
 import { createMetrics } from './metrics.ts';
+import { createNotifier, type Notifier } from './notify.ts';
 import { Pipeline } from './pipeline.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
+import { ResultWriter } from './results.ts';
 import { StateDb } from './state.ts';
 import { FolderWatcher } from './watcher.ts';
 
@@ -33,7 +35,11 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   }
   db.abandonRunningReruns(Date.now());
   const metrics = createMetrics(db);
-  const pipeline = new Pipeline({ db, client, config, log, metrics });
+  const results = new ResultWriter(client, { log });
+  const notify = createNotifier(config, log);
+  const stopping = new AbortController();
+  const pipeline = new Pipeline({ db, client, config, log, metrics, results });
+  if (notify) notifyFrom(pipeline, notify, config.notify?.webhooks.some((w) => w.events.includes('result_written')));
   const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
   pipeline.recover();
   let temps = 0;
@@ -69,7 +75,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       cron.schedule(
         job.schedule,
         () =>
-          void runRerun({ db, client, log }, job).catch((error: unknown) =>
+          void runRerun({ db, client, log, config, results, notify, signal: stopping.signal }, job).catch((error: unknown) =>
             log.error({ rerun: job.name, err: (error as Error).message }, 'rerun failed'),
           ),
       ),
@@ -91,12 +97,39 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     failure,
     async stop() {
       log.info('stopping: no new uploads; waiting for work in flight');
+      stopping.abort();
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
       await pipeline.stop();
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
+      await notify?.close();
       db.close();
       log.info('stopped');
     },
   };
+}
+
+/** The pipeline's events as notifications (the notifier queues and returns at once). */
+function notifyFrom(pipeline: Pipeline, notify: Notifier, results = false) {
+  pipeline.on('file-failed', (row) =>
+    notify.fileFailed({
+      file: row.path,
+      watch: row.watch,
+      reason: row.reason,
+      attempts: row.attempts,
+      task_id: row.task_id,
+      document_id: row.document_id,
+    }),
+  );
+  pipeline.on('watch-paused', (watch, reason) => notify.watchPaused({ watch, reason }));
+  if (results)
+    pipeline.on('result-written', (row, files) =>
+      notify.resultWritten({
+        file: row.path,
+        watch: row.watch,
+        document_id: row.document_id!,
+        outcome: row.outcome ?? 'processed',
+        results: files,
+      }),
+    );
 }

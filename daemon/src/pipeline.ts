@@ -16,7 +16,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DocexClient, TaskResult } from '../../shared/src/core/index.ts';
 import type { Config, WatchConfig } from './config.ts';
-import { inside, moveInto, writeAtomic } from './files.ts';
+import { freeTarget, inside, moveInto, writeAtomic } from './files.ts';
 import {
   ACTIVE_STATES,
   decide,
@@ -29,7 +29,7 @@ import {
   NEVER,
 } from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
-import { writeResults } from './results.ts';
+import { ResultWriter } from './results.ts';
 import type { NewFile, StateDb } from './state.ts';
 
 export interface PipelineDeps {
@@ -39,6 +39,8 @@ export interface PipelineDeps {
   log: Logger;
   metrics?: Metrics;
   now?: () => number;
+  /** Writes results (keeps the template cache and the daily CSVs); one per process. */
+  results?: ResultWriter;
 }
 
 /** What a notifier, the status page or a test can subscribe to. */
@@ -80,10 +82,17 @@ const POLL_GRACE_MS = 2000;
 
 type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
 
+/** Where the original will go after success, written into the JSON before it moves (corrected after if need be). */
+async function plannedArchive(watch: WatchConfig, row: FileRow): Promise<string | null> {
+  if (watch.on_success === 'move') return freeTarget(watch.processed_dir!, row.rel);
+  return watch.on_success === 'keep' ? row.path : null;
+}
+
 export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly deps: PipelineDeps;
   private readonly now: () => number;
   private readonly watches: Map<string, WatchConfig>;
+  private readonly results: ResultWriter;
   /** Row id → its running job; a row has at most one. */
   private readonly jobs = new Map<number, Promise<void>>();
   private readonly kinds = new Map<Promise<void>, JobKind>();
@@ -111,6 +120,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     this.watches = new Map(deps.config.watch.map((w) => [w.path, w]));
+    this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
   }
 
   private policy(watch: string): Policy {
@@ -489,13 +499,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     }
     let files: string[];
     try {
-      files = await writeResults(
-        watch.output,
-        watch.formats,
-        data,
-        { source: row.path, sha256: row.sha256, task, outcome },
-        basename(row.path),
-      );
+      files = await this.results.write(watch, data, {
+        source: row.path,
+        archivedTo: await plannedArchive(watch, row),
+        sha256: row.sha256,
+        task,
+        outcome,
+        sourceName: basename(row.path),
+      });
     } catch (error) {
       const blocked = this.apply(current, { kind: 'results-failed', error });
       this.deps.log.error(
@@ -519,7 +530,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           () => true,
           () => false,
         );
-        if (there) await moveInto(row.path, watch.processed_dir!, row.rel);
+        if (there) {
+          const target = await moveInto(row.path, watch.processed_dir!, row.rel);
+          if (row.document_id !== null)
+            await this.results.recordArchive(watch, basename(row.path), row.document_id, target);
+        }
       } else if (watch.on_success === 'delete') {
         await rm(row.path, { force: true });
       }

@@ -43,7 +43,7 @@ describe('docex-sync pipeline against the emulator', () => {
       'utf8',
     );
     expect(fieldsCsv.split('\n')[0]).toBe(
-      'document_id,document_name,source_file,Invoice number,Invoice number (confidence),Total,Total (confidence)',
+      'document_id,document_name,source_file,fraud_verdict,fraud_score,Invoice number,Invoice number (confidence),Total,Total (confidence)',
     );
     expect(fieldsCsv).toContain('A-1,0.95,1234.5,0.95');
     const linesCsv = await readFile(
@@ -55,9 +55,9 @@ describe('docex-sync pipeline against the emulator', () => {
       'utf8',
     );
     expect(linesCsv.trim().split('\n')).toEqual([
-      'document_id,line,Amount,Amount (confidence),Description,Description (confidence)',
-      `${json.document.document_id},1,4,0.9,Widget,0.9`,
-      `${json.document.document_id},2,6,0.9,Gadget,0.9`,
+      'document_id,line,Description,Description (confidence),Amount,Amount (confidence)',
+      `${json.document.document_id},1,Widget,0.9,4,0.9`,
+      `${json.document.document_id},2,Gadget,0.9,6,0.9`,
     ]);
   });
 
