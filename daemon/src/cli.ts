@@ -246,7 +246,11 @@ export async function main(argv: string[]): Promise<number> {
         out(
           values['dry-run']
             ? `Dry run: ${r.documents} document(s) would be rerun.`
-            : `Rerun: ${r.rerun} dispatched, ${r.not_rerun} not rerun, of ${r.documents} document(s).`,
+            : `Rerun: ${r.rerun} dispatched, ${r.not_rerun} not rerun, of ${r.documents} document(s).${
+                r.refresh
+                  ? ` Results of ${r.refresh.files} local file(s): ${r.refresh.rewritten} rewritten, ${r.refresh.unchanged} unchanged, ${r.refresh.not_seen} not seen changed.`
+                  : ''
+              }`,
         );
         return r.status === 'failed' ? EXIT.failure : EXIT.ok;
       } finally {
