@@ -39,7 +39,12 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   const notify = createNotifier(config, log);
   const stopping = new AbortController();
   const pipeline = new Pipeline({ db, client, config, log, metrics, results });
-  if (notify) notifyFrom(pipeline, notify, config.notify?.webhooks.some((w) => w.events.includes('result_written')));
+  if (notify)
+    notifyFrom(
+      pipeline,
+      notify,
+      config.notify?.webhooks.some((w) => w.events.includes('result_written')),
+    );
   const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
   pipeline.recover();
   let temps = 0;
@@ -75,8 +80,8 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       cron.schedule(
         job.schedule,
         () =>
-          void runRerun({ db, client, log, config, results, notify, signal: stopping.signal }, job).catch((error: unknown) =>
-            log.error({ rerun: job.name, err: (error as Error).message }, 'rerun failed'),
+          void runRerun({ db, client, log, config, results, notify, signal: stopping.signal }, job).catch(
+            (error: unknown) => log.error({ rerun: job.name, err: (error as Error).message }, 'rerun failed'),
           ),
       ),
     );
