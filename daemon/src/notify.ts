@@ -112,7 +112,7 @@ export class Notifier {
   /** Waits up to graceMs for deliveries in flight and queued, then abandons the rest (logged). */
   async close(graceMs = this.config.shutdown_grace_ms) {
     const settled = (async () => {
-      while (this.active.size || this.queue.length) await Promise.allSettled([...this.active]);
+      while (!this.stopping.signal.aborted && (this.active.size || this.queue.length)) await Promise.allSettled([...this.active]);
     })();
     await Promise.race([settled, sleep(graceMs, undefined, { ref: false })]);
     this.stopping.abort();
@@ -123,7 +123,7 @@ export class Notifier {
   }
 
   private pump() {
-    while (this.active.size < this.config.concurrency && this.queue.length) {
+    while (!this.stopping.signal.aborted && this.active.size < this.config.concurrency && this.queue.length) {
       const delivery = this.queue.shift()!;
       const job: Promise<void> = this.deliver(delivery).finally(() => {
         this.active.delete(job);
