@@ -1,7 +1,8 @@
 /**
  * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
- *   daemon  daemon/dist/cli.js, an ESM bundle whose npm dependencies stay external
+ *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), ESM bundles whose npm
+ *           dependencies stay external
  */
 import { build } from 'esbuild';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
@@ -38,8 +39,9 @@ const targets: Record<string, () => Promise<void>> = {
   async daemon() {
     await mkdir('daemon/dist', { recursive: true });
     await build({
-      entryPoints: ['daemon/src/cli.ts'],
-      outfile: 'daemon/dist/cli.js',
+      // docex-sync and docex, the two binaries of the package; shared code is bundled into each.
+      entryPoints: { cli: 'daemon/src/cli.ts', docex: 'daemon/src/docex/cli.ts' },
+      outdir: 'daemon/dist',
       bundle: true,
       platform: 'node',
       target: 'node22',

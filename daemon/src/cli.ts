@@ -7,22 +7,19 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  DocexAuthenticationError,
-  DocexConnectionError,
-  type DocexClient,
-} from '../../shared/src/core/index.ts';
+import { DocexAuthenticationError, type DocexClient } from '../../shared/src/core/index.ts';
 import { createNodeClient } from '../../shared/src/node/index.ts';
 import { apiKeyFrom, baseUrlFrom, ConfigError, loadConfig, type Config } from './config.ts';
 import { startDaemon } from './daemon.ts';
 import { decide } from './lifecycle.ts';
+import { EXIT, exitCodeFor } from './exit.ts';
 import { createLogger } from './logging.ts';
 import { createNotifier } from './notify.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
 import { StateDb } from './state.ts';
 
-export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4 } as const;
+export { EXIT } from './exit.ts';
 
 const HELP: Record<string, string> = {
   main: `docex-sync — watches folders, uploads new files to the Document Extraction Service, writes the results.
@@ -272,10 +269,7 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   } catch (error) {
     process.stderr.write(`docex-sync ${command}: ${(error as Error).message}\n`);
-    if (error instanceof ConfigError) return EXIT.usage;
-    if (error instanceof DocexAuthenticationError) return EXIT.auth;
-    if (error instanceof DocexConnectionError) return EXIT.unreachable;
-    return EXIT.failure;
+    return exitCodeFor(error);
   }
 }
 

@@ -57,17 +57,19 @@ const Webhook = z.strictObject({
 
 const LOOPBACK = ['127.0.0.1', '::1', 'localhost'];
 
+/** How to reach the service: the daemon's `api:` section, and each profile of docex's config (docs/cli.md). */
+export const ApiSection = z.strictObject({
+  base_url: z.url().optional(),
+  api_key_file: z.string().optional(),
+  concurrency: positiveInt.default(4),
+  requests_per_second: positiveInt.default(10),
+  timeout_ms: positiveInt.default(120_000),
+  max_retries: z.number().int().min(0).default(4),
+});
+export type ApiSettings = z.output<typeof ApiSection>;
+
 export const ConfigSchema = z.strictObject({
-  api: z
-    .strictObject({
-      base_url: z.url().optional(),
-      api_key_file: z.string().optional(),
-      concurrency: positiveInt.default(4),
-      requests_per_second: positiveInt.default(10),
-      timeout_ms: positiveInt.default(120_000),
-      max_retries: z.number().int().min(0).default(4),
-    })
-    .default({ concurrency: 4, requests_per_second: 10, timeout_ms: 120_000, max_retries: 4 }),
+  api: ApiSection.default({ concurrency: 4, requests_per_second: 10, timeout_ms: 120_000, max_retries: 4 }),
   state_db: z.string().min(1),
   poll: z
     .strictObject({
@@ -230,22 +232,22 @@ export function globToRegExp(glob: string): RegExp {
 }
 
 /** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
-export function apiKeyFrom(config: Config, env: NodeJS.ProcessEnv): string {
+export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
   if (env.DOCEX_API_KEY) return env.DOCEX_API_KEY.trim();
   if (config.api.api_key_file) {
     try {
       return readFileSync(config.api.api_key_file, 'utf8').trim();
     } catch (error) {
       throw new ConfigError(
-        `api.api_key_file: cannot read ${config.api.api_key_file} (${(error as NodeJS.ErrnoException).code})`,
+        `${section}.api_key_file: cannot read ${config.api.api_key_file} (${(error as NodeJS.ErrnoException).code})`,
       );
     }
   }
-  throw new ConfigError('no API key: set DOCEX_API_KEY or api.api_key_file in the config');
+  throw new ConfigError(`no API key: set DOCEX_API_KEY or ${section}.api_key_file in the config`);
 }
 
-export function baseUrlFrom(config: Config, env: NodeJS.ProcessEnv): string {
+export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
   const url = config.api.base_url ?? env.DOCEX_BASE_URL;
-  if (!url) throw new ConfigError('no base URL: set api.base_url in the config or DOCEX_BASE_URL');
+  if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
   return url;
 }

@@ -1,0 +1,139 @@
+/** Command-line words → flags and an operation's input, checked against the operation table. Pure. */
+import type { ParamSpec } from '../../../shared/src/core/index.ts';
+import { flagNamesOf, UsageError, type OperationCommand } from './commands.ts';
+
+export interface Flag {
+  name: string;
+  /** `--x v` / `--x=v` → 'v'; a boolean `--x` → true; `--no-x` → false. */
+  value: string | boolean;
+}
+export interface ParsedArgs {
+  positionals: string[];
+  flags: Flag[];
+}
+
+const SHORT: Record<string, string> = { o: 'output', h: 'help' };
+
+/** Splits words into positionals and flags; `isBoolean(name)` says which flags take no value. */
+export function parseArgs(words: readonly string[], isBoolean: (name: string) => boolean): ParsedArgs {
+  const positionals: string[] = [];
+  const flags: Flag[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (word === '--') {
+      positionals.push(...words.slice(i + 1));
+      break;
+    }
+    const long = /^--([^=]+)(?:=(.*))?$/s.exec(word);
+    const short = /^-([a-zA-Z])$/.exec(word);
+    if (!long && !short) {
+      positionals.push(word);
+      continue;
+    }
+    const name = long ? long[1]! : (SHORT[short![1]!] ?? short![1]!);
+    const inline = long?.[2];
+    if (inline !== undefined) flags.push({ name, value: inline });
+    else if (isBoolean(name)) flags.push({ name, value: true });
+    else if (name.startsWith('no-')) flags.push({ name: name.slice(3), value: false });
+    else {
+      const next = words[i + 1];
+      if (next === undefined) throw new UsageError(`--${name} needs a value`);
+      flags.push({ name, value: next });
+      i++;
+    }
+  }
+  return { positionals, flags };
+}
+
+const truthy = (name: string, v: string | boolean): boolean => {
+  if (typeof v === 'boolean') return v;
+  if (/^(true|yes|1)$/i.test(v)) return true;
+  if (/^(false|no|0)$/i.test(v)) return false;
+  throw new UsageError(`--${name} takes true or false (got "${v}")`);
+};
+
+function integer(name: string, v: string): number {
+  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`--${name} must be a whole number (got "${v}")`);
+  return Number(v);
+}
+
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** One flag's text → the value the client expects for that parameter. */
+function valueOf(p: ParamSpec, v: string | boolean, previous: unknown): unknown {
+  if (p.kind === 'boolean') return truthy(p.name, v);
+  if (v === false) {
+    if (!p.nullable) throw new UsageError(`--no-${p.name}: ${p.name} cannot be null`);
+    return null;
+  }
+  if (v === true) throw new UsageError(`--${p.name} needs a value`);
+  const before = Array.isArray(previous) ? previous : [];
+  switch (p.kind) {
+    case 'integer':
+      return integer(p.name, v);
+    case 'integer[]':
+      return [...before, ...list(v).map((s) => integer(p.name, s))];
+    case 'string[]':
+      return [...before, ...list(v)];
+    case 'file':
+      return { path: v };
+    case 'file[]':
+      return [...before, { path: v }];
+    default:
+      return v;
+  }
+}
+
+/** Flags that are not parameters of the operation but are understood by the command that runs it. */
+export interface Extras {
+  booleans: readonly string[];
+  values: readonly string[];
+}
+
+export const GLOBAL_EXTRAS: Extras = { booleans: ['json', 'help'], values: ['profile', 'config'] };
+
+export function booleanTest(command: OperationCommand | undefined, extras: Extras) {
+  return (name: string) =>
+    extras.booleans.includes(name) ||
+    (command?.spec.params.some((p) => p.kind === 'boolean' && flagNamesOf(command.spec, p).includes(name)) ??
+      false);
+}
+
+/**
+ * The operation's input from positionals and flags; other known flags come back in `options`.
+ * Unknown flags and surplus words are usage errors that name the command.
+ */
+export function inputOf(
+  command: OperationCommand,
+  parsed: ParsedArgs,
+  extras: Extras,
+): { input: Record<string, unknown>; options: Record<string, string | boolean> } {
+  const input: Record<string, unknown> = {};
+  const options: Record<string, string | boolean> = {};
+  const where = `docex ${command.resource} ${command.action}`;
+  for (const flag of parsed.flags) {
+    const param = command.spec.params.find((p) => flagNamesOf(command.spec, p).includes(flag.name));
+    if (param) input[param.name] = valueOf(param, flag.value, input[param.name]);
+    else if (extras.booleans.includes(flag.name) || extras.values.includes(flag.name))
+      options[flag.name] = flag.value;
+    else throw new UsageError(`${where}: unknown flag --${flag.name} (see ${where} --help)`);
+  }
+  const words = [...parsed.positionals];
+  for (const p of command.positional) {
+    if (words.length === 0) break;
+    if (p.kind === 'file[]') {
+      for (const w of words.splice(0)) input[p.name] = valueOf(p, w, input[p.name]);
+    } else if (
+      input[p.name] === undefined &&
+      !(command.spec.exactlyOneOf?.some((n) => input[n] !== undefined) ?? false)
+    ) {
+      input[p.name] = valueOf(p, words.shift()!, undefined);
+    }
+  }
+  if (words.length) throw new UsageError(`${where}: unexpected argument "${words[0]}" (see ${where} --help)`);
+  return { input, options };
+}
