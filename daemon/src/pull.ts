@@ -1,39 +1,49 @@
 /**
- * Pulls changed documents (fetch_documents?updated_since=) into the pull folder. The cursor lives in
- * SQLite and moves only after every document of a pull was written; each pull asks again for
- * `overlap_ms` before the cursor, so nothing at the boundary is missed (writes are idempotent).
+ * Pulls changed documents (fetch_documents?updated_since=) into the pull folder, with the core's
+ * changesSince: data read 4 at a time, documents deleted meanwhile skipped, documents unchanged in
+ * the overlap (same fingerprint) not written again. The cursor and the fingerprints live in SQLite
+ * and move only after every reported document was written; each pull asks again for `overlap_ms`
+ * before the cursor, so nothing at the boundary is missed.
  */
+import { changesSince, type ChangeCursor } from '../../shared/src/core/index.ts';
 import { ConfigError } from './config.ts';
 import { inside, writeAtomic } from './files.ts';
 import type { PipelineDeps } from './pipeline.ts';
 
 const CURSOR = 'pull.cursor';
+const SEEN = 'pull.seen';
 
 export async function pullOnce(deps: PipelineDeps) {
   const { db, client, config, log } = deps;
   const pull = config.pull;
   if (!pull) throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
-  const now = deps.now ?? Date.now;
-  const startedAt = now();
-  const cursor = Number(
-    db.getValue(CURSOR) ?? (pull.since ? Date.parse(pull.since) : startedAt - pull.overlap_ms),
-  );
-  const since = new Date(Math.max(0, cursor - pull.overlap_ms));
-  const ids = await client.fetchDocuments({
-    updated_since: since,
-    folder_id: pull.folder_id,
-    template_id: pull.template_id,
+  const startedAt = (deps.now ?? Date.now)();
+  const stored = db.getValue(CURSOR);
+  const state: ChangeCursor = stored
+    ? { cursor: new Date(Number(stored)).toISOString(), seen: JSON.parse(db.getValue(SEEN) ?? '{}') }
+    : {};
+  const changes = await changesSince(client, state, {
+    now: new Date(startedAt),
+    overlapMs: pull.overlap_ms,
+    // The first pull reaches back by the overlap from pull.since too.
+    startTime: pull.since ? new Date(Date.parse(pull.since) - pull.overlap_ms) : undefined,
+    folderId: pull.folder_id,
+    templateId: pull.template_id,
   });
-  for (const [i, id] of ids.entries()) {
-    const data = await client.fetchDocumentData({ document_id: id });
+  for (const [i, data] of changes.documents.entries()) {
     await writeAtomic(
-      inside(pull.output, `document-${id}.json`),
+      inside(pull.output, `document-${data.document_id}.json`),
       `${JSON.stringify({ document: data, pulled_at: new Date(startedAt).toISOString() }, null, 2)}\n`,
     );
     deps.metrics?.pulls.inc();
-    if ((i + 1) % 100 === 0) log.info({ done: i + 1, of: ids.length }, 'pull progress');
+    if ((i + 1) % 100 === 0) log.info({ done: i + 1, of: changes.documents.length }, 'pull progress');
   }
+  db.setValue(SEEN, JSON.stringify(changes.next.seen));
   db.setValue(CURSOR, String(startedAt));
-  log.info({ documents: ids.length, since: since.toISOString() }, 'pull finished');
-  return { documents: ids.length, since };
+  const since = new Date(changes.since);
+  log.info(
+    { documents: changes.documents.length, listed: changes.listed, vanished: changes.vanished, since },
+    'pull finished',
+  );
+  return { documents: changes.documents.length, since };
 }

@@ -1,3 +1,4 @@
+export * from './changes.ts';
 export * from './client.ts';
 export * from './errors.ts';
 export * from './fields.ts';

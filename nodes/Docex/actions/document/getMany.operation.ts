@@ -4,13 +4,9 @@
  * IDs) are kept, newest first.
  */
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import type { DocumentData, InputOf } from '../../../../shared/src/core/index.ts';
+import { documentsData, type InputOf } from '../../../../shared/src/core/index.ts';
 import { jsonItem } from '../common.execute.ts';
 import type { Runner } from '../node.type.ts';
-import { mapLimit, unlessMissing } from '../pool.ts';
-
-/** Documents whose data is fetched at the same time. */
-const DATA_CONCURRENCY = 4;
 
 export const properties: INodeProperties[] = [
   {
@@ -46,11 +42,6 @@ export const run: Runner = async (ctx, client, i, input) => {
   }
   if (!ctx.getNodeParameter('returnData', i, false))
     return ids.map((document_id) => jsonItem(i, { document_id }));
-  const data = await mapLimit(ids, DATA_CONCURRENCY, async (document_id) =>
-    // Deleted since it was listed: no longer one of the documents.
-    unlessMissing(client.fetchDocumentData({ document_id })),
-  );
-  return data
-    .filter((d): d is DocumentData => d !== undefined)
-    .map((d): INodeExecutionData => jsonItem(i, d as IDataObject));
+  // Documents deleted since they were listed are left out.
+  return (await documentsData(client, ids)).map((d): INodeExecutionData => jsonItem(i, d as IDataObject));
 };
