@@ -18,6 +18,8 @@ const entries = (bytes: Uint8Array) =>
   );
 
 const api = useApi();
+/** Its tasks stay IN PROGRESS, so "not done yet" does not depend on the machine's load. */
+const slow = useApi({ taskDelayMs: 600_000 });
 beforeAll(async () => {
   tpl = (await catalog(api)).template.id;
 });
@@ -80,10 +82,19 @@ describe('fetch_files_batch', () => {
     await expectError({}, 400, 'BATCH_INVALID_INPUT', 'validation', null);
     await expectError({ document_ids: null, task_ids: [] }, 400, 'BATCH_INVALID_INPUT', 'validation', null);
     await expectError({ task_ids: ['no-such-task'] }, 404, 'TASK_NOT_FOUND', 'invalid_id', 'task_id');
-    const pending = await api.call('POST', `/v1/upload_file/?template_id=${tpl}`, {
+    const slowTemplate = (await catalog(slow)).template.id;
+    const pending = await slow.call('POST', `/v1/upload_file/?template_id=${slowTemplate}`, {
       form: form([['slow.txt', 'pending']]),
     });
-    await expectError({ task_ids: [pending.body.task_id] }, 422, 'TASK_NOT_DONE', 'validation', 'task_id');
+    const pendingBatch = await slow.call('POST', '/v1/fetch_files_batch/', {
+      json: { task_ids: [pending.body.task_id] },
+    });
+    expect(pendingBatch.status).toBe(422);
+    expect(pendingBatch.body).toMatchObject({
+      error_code: 'TASK_NOT_DONE',
+      error_type: 'validation',
+      id_type: 'task_id',
+    });
     await expectError({ task_ids: [failed.answer.task_id] }, 422, 'TASK_NOT_DONE', 'validation', 'task_id');
     const dup = await upload(api, `?template_id=${tpl}`, [['t-again.txt', 'table']]);
     expect(dup.results[0].status).toBe('DUPLICATE');

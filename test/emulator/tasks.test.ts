@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { catalog, form, upload, useApi } from './helpers.ts';
 
 const api = useApi();
+/** Tasks stay IN PROGRESS for the whole file: what a pending task looks like, whatever the machine's load. */
+const slow = useApi({ taskDelayMs: 600_000 });
 
 function pdf(lines: string[]): Uint8Array {
   const content = deflateSync(Buffer.from(['BT', ...lines.map((l) => `(${l}) Tj T*`), 'ET'].join('\n')));
@@ -15,13 +17,14 @@ function pdf(lines: string[]): Uint8Array {
 
 describe('tasks', () => {
   it('IN PROGRESS, then DONE with the extraction; several files: a parent with child_task_ids', async () => {
-    const { template } = await catalog(api);
-    const first = await api.call('POST', `/v1/upload_file/?template_id=${template.id}`, {
+    const pending = await catalog(slow);
+    const first = await slow.call('POST', `/v1/upload_file/?template_id=${pending.template.id}`, {
       form: form([['p.txt', 'Invoice number: P']]),
     });
     expect(
-      (await api.call('GET', `/v1/fetch_tasks_results/?task_id=${first.body.task_id}`)).body.status,
+      (await slow.call('GET', `/v1/fetch_tasks_results/?task_id=${first.body.task_id}`)).body.status,
     ).toBe('IN PROGRESS');
+    const { template } = await catalog(api);
     const many = await upload(api, `?template_id=${template.id}`, [
       ['a.txt', 'Invoice number: A'],
       ['b.txt', 'Invoice number: B'],
@@ -55,11 +58,11 @@ describe('tasks', () => {
   });
 
   it('task rule 1: a task not DONE cannot be resolved by the batch fetch (TASK_NOT_DONE)', async () => {
-    const { template } = await catalog(api);
-    const t = await api.call('POST', `/v1/upload_file/?template_id=${template.id}`, {
+    const { template } = await catalog(slow);
+    const t = await slow.call('POST', `/v1/upload_file/?template_id=${template.id}`, {
       form: form([['n.txt', 'not yet']]),
     });
-    const r = await api.call('POST', '/v1/fetch_files_batch/', { json: { task_ids: [t.body.task_id] } });
+    const r = await slow.call('POST', '/v1/fetch_files_batch/', { json: { task_ids: [t.body.task_id] } });
     expect(r.body.error_code).toBe('TASK_NOT_DONE');
   });
 
