@@ -6,12 +6,15 @@ import type {
   Icon,
 } from 'n8n-workflow';
 
+/** Where builders read how to install and use the package (nodes, codex files and credential). */
+export const DOCUMENTATION_URL = 'https://github.com/docex/docex/blob/main/docs/n8n.md';
+
 export class DocexApi implements ICredentialType {
   name = 'docexApi';
 
   displayName = 'Document Extraction Service API';
 
-  documentationUrl = 'https://github.com/docex/docex/blob/main/docs/n8n.md';
+  documentationUrl = 'https://github.com/docex/docex/blob/main/docs/n8n.md#credential';
 
   icon: Icon = { light: 'file:docex.svg', dark: 'file:docex.dark.svg' };
 
@@ -20,9 +23,10 @@ export class DocexApi implements ICredentialType {
       displayName: 'Base URL',
       name: 'baseUrl',
       type: 'string',
-      default: 'https://api.example.com',
-      placeholder: 'https://api.example.com',
-      description: 'Address of the service, without /v1',
+      required: true,
+      default: '',
+      placeholder: 'https://extraction.example.com',
+      description: 'Address of your Document Extraction Service, without /v1',
     },
     {
       displayName: 'API Key',
@@ -46,5 +50,32 @@ export class DocexApi implements ICredentialType {
       url: '/v1/check_api_key/',
       method: 'POST',
     },
+    // n8n 2.40 shows a request test's failure as the HTTP reason only ("Unauthorized"); these say what
+    // to fix. A test function could show the service's own words, but n8n hands it only the
+    // deprecated helpers.request, which the community-package scanner refuses (docs/n8n.md).
+    rules: [
+      {
+        type: 'responseCode',
+        properties: {
+          value: 401,
+          message: 'The service refused the API key (HTTP 401): check the key, without "Bearer"',
+        },
+      },
+      {
+        type: 'responseCode',
+        properties: {
+          value: 403,
+          message: 'The service refused the API key (HTTP 403): the key may be revoked or lack access',
+        },
+      },
+      {
+        type: 'responseCode',
+        properties: {
+          value: 404,
+          message:
+            'No Document Extraction Service answers at this Base URL (HTTP 404): give the address without /v1',
+        },
+      },
+    ],
   };
 }

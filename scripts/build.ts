@@ -31,7 +31,8 @@ const targets: Record<string, () => Promise<void>> = {
       logLevel: 'warning',
     });
     for (const dir of ['nodes/Docex', 'nodes/DocexTrigger', 'credentials']) {
-      for (const icon of (await readdir(dir)).filter((f) => f.endsWith('.svg')))
+      // Icons, and the codex files (<Name>.node.json) n8n reads next to each node's bundle.
+      for (const icon of (await readdir(dir)).filter((f) => f.endsWith('.svg') || f.endsWith('.node.json')))
         await cp(`${dir}/${icon}`, `dist/${dir}/${icon}`);
     }
     await writeFile('dist/package.json', '{ "type": "commonjs" }\n');

@@ -159,9 +159,9 @@ async function lintGeneratedDescriptions(): Promise<string[]> {
   }
 }
 
-/** Shipped files: the bundles, their icons and package.json files, nothing else. */
+/** Shipped files: the bundles, their icons and codex files, package.json files, nothing else. */
 const SHIPPABLE =
-  /^(package\.json|README\.md|LICENSE(\.md)?|dist\/package\.json|dist\/(nodes|credentials)\/.+\.(js|svg))$/;
+  /^(package\.json|README\.md|LICENSE(\.md)?|dist\/package\.json|dist\/(nodes|credentials)\/.+\.(js|svg)|dist\/nodes\/\w+\/\w+\.node\.json)$/;
 /** esbuild marks each bundled module with a `// path` comment: these are the only allowed sources. */
 const BUNDLED_SOURCE = /^\/\/ (nodes\/|credentials\/|shared\/src\/core\/|node_modules\/zod\/)/;
 

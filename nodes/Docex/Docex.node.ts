@@ -5,20 +5,27 @@ import {
   type INodeType,
   type INodeTypeDescription,
 } from 'n8n-workflow';
-import { properties } from './actions/properties.ts';
+import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
+import { properties, subtitle } from './actions/properties.ts';
 import { router } from './actions/router.ts';
 import { listSearch } from './methods/index.ts';
 
 export class Docex implements INodeType {
+  /**
+   * Parameter names and types are saved in users' workflows, so this interface is frozen by
+   * test/n8n/interface.test.ts: a change to a saved name, type or default goes with a new entry in
+   * `version` (as n8n's Airtable v2 does, [2, 2.1]) and code that still reads the older one.
+   */
   description: INodeTypeDescription = {
     displayName: 'Document Extraction',
     name: 'docex',
     icon: { light: 'file:docex.svg', dark: 'file:docex.dark.svg' },
     group: ['transform'],
-    version: 1,
-    subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
+    version: [1],
+    subtitle,
     description:
-      'Extract structured data from documents: folders, templates, fields, uploads, results and reruns',
+      'Extract data from invoices, receipts and other documents (PDF, scans) with the Document Extraction Service',
+    documentationUrl: DOCUMENTATION_URL,
     defaults: { name: 'Document Extraction' },
     usableAsTool: true,
     inputs: [NodeConnectionTypes.Main],

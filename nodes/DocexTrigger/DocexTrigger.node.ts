@@ -6,12 +6,15 @@ import {
   type INodeTypeDescription,
   type IPollFunctions,
 } from 'n8n-workflow';
+import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
 import { OPERATIONS, type ParamSpec } from '../../shared/src/core/index.ts';
 import { paramProperty } from '../Docex/actions/common.descriptions.ts';
 import { inTimeZone, locatorValue, toNodeError } from '../Docex/actions/common.execute.ts';
+import { SIMPLIFY, simplifyDocument } from '../Docex/actions/simplify.ts';
 import { listSearch } from '../Docex/methods/index.ts';
 import { docexClient } from '../Docex/transport/index.ts';
-import { DEFAULT_MARGIN_MS, pollChanges, recentDocuments, type TriggerState } from './poll.ts';
+import { pollNewDocuments, type NewDocumentsState } from './newDocuments.ts';
+import { DEFAULT_MARGIN_MS, pollChanges, recentDocuments, type Emitted } from './poll.ts';
 
 /** The folder and template filters of fetch_documents, as the action node shows them (not required here). */
 const filter = (name: string) =>
@@ -24,23 +27,47 @@ const idOf = (value: unknown): number | undefined => {
 };
 
 export class DocexTrigger implements INodeType {
+  /** Frozen like the action node's (test/n8n/interface.test.ts): a saved-name change needs a new version. */
   description: INodeTypeDescription = {
     displayName: 'Document Extraction Trigger',
     name: 'docexTrigger',
     icon: { light: 'file:docex.svg', dark: 'file:docex.dark.svg' },
     group: ['trigger'],
-    version: 1,
-    subtitle: 'Documents created or changed',
-    description: 'Starts the workflow when documents are extracted or change (new uploads, reruns)',
-    defaults: { name: 'Document Extraction Trigger' },
+    version: [1],
+    subtitle: '={{ $parameter["event"] === "newDocument" ? "New document" : "New or changed document" }}',
+    description: 'Starts the workflow when a document has been extracted, or when its data changes',
+    documentationUrl: `${DOCUMENTATION_URL}#trigger`,
+    defaults: { name: 'When a Document Is Extracted' },
     polling: true,
     inputs: [],
     outputs: [NodeConnectionTypes.Main],
     credentials: [{ name: 'docexApi', required: true }],
     properties: [
       {
+        // "Trigger On" is the name n8n's node creator lists a trigger's actions from.
+        displayName: 'Trigger On',
+        name: 'event',
+        type: 'options',
+        noDataExpression: true,
+        options: [
+          {
+            name: 'New Document',
+            value: 'newDocument',
+            action: 'On new document',
+            description: 'A file was extracted into a document the trigger has not seen before',
+          },
+          {
+            name: 'New or Changed Document',
+            value: 'newOrChangedDocument',
+            action: 'On new or changed document',
+            description: 'A document was extracted, or its data changed (a rerun, an edit)',
+          },
+        ],
+        default: 'newDocument',
+      },
+      {
         displayName:
-          'Emits every document created or changed since the last check, at least once. A document that changes again is emitted again.',
+          'Each document is emitted at least once. With "New or Changed Document", a document that changes again is emitted again.',
         name: 'notice',
         type: 'notice',
         default: '',
@@ -54,13 +81,14 @@ export class DocexTrigger implements INodeType {
         default: false,
         description: "Whether to emit only each document's ID instead of its extracted data",
       },
+      { ...SIMPLIFY, displayOptions: { show: { idsOnly: [false] } } },
       {
         displayName: 'Start From',
         name: 'startTime',
         type: 'dateTime',
         default: '',
         description:
-          'On first activation, also emit documents changed since this time; leave empty to start with changes from now on',
+          'On first activation, also emit documents extracted or changed since this time; leave empty to start with events from now on',
       },
       {
         displayName: 'Options',
@@ -98,21 +126,34 @@ export class DocexTrigger implements INodeType {
     const options = this.getNodeParameter('options', {}) as IDataObject;
     const startTime = String(this.getNodeParameter('startTime', '') ?? '').trim();
     const common = {
-      folderId: idOf(this.getNodeParameter('folder_id', '')),
-      templateId: idOf(this.getNodeParameter('template_id', '')),
+      folderId: idOf(this.getNodeParameter('folderId', '')),
+      templateId: idOf(this.getNodeParameter('templateId', '')),
       idsOnly: this.getNodeParameter('idsOnly', false) === true,
       startTime: startTime ? inTimeZone(startTime, this.getTimezone()) : undefined,
     };
+    const simplify = !common.idsOnly && this.getNodeParameter('simplify', true) === true;
+    const emit = (docs: Emitted[] | null) =>
+      docs && docs.length > 0
+        ? [
+            this.helpers.returnJsonArray(
+              docs.map((d) => (simplify ? simplifyDocument(d) : d)) as IDataObject[],
+            ),
+          ]
+        : null;
     try {
       const client = await docexClient(this);
       if (this.getMode() === 'manual') {
-        const docs = await recentDocuments(client, { ...common, limit: Number(options.limit ?? 50) });
-        return docs.length > 0 ? [this.helpers.returnJsonArray(docs as IDataObject[])] : null;
+        return emit(await recentDocuments(client, { ...common, limit: Number(options.limit ?? 50) }));
       }
-      const state = this.getWorkflowStaticData('node') as TriggerState;
+      const state = this.getWorkflowStaticData('node') as NewDocumentsState;
       const marginMs = Math.max(0, Number(options.marginSeconds ?? DEFAULT_MARGIN_MS / 1000)) * 1000;
-      const docs = await pollChanges(client, state, { ...common, marginMs, now });
-      return docs ? [this.helpers.returnJsonArray(docs as IDataObject[])] : null;
+      const pollOptions = { ...common, marginMs, now };
+      const newOnly = this.getNodeParameter('event', 'newDocument') === 'newDocument';
+      return emit(
+        newOnly
+          ? await pollNewDocuments(client, state, pollOptions)
+          : await pollChanges(client, state, pollOptions),
+      );
     } catch (error) {
       throw toNodeError(this, error);
     }

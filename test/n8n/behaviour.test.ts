@@ -64,15 +64,15 @@ describe('list search', () => {
     const invoices = (
       await run({
         resource: 'folder',
-        operation: 'create_folder',
+        operation: 'create',
         additionalFields: { name: 'Invoices 2026' },
       })
     )[0]!.json;
-    await run({ resource: 'folder', operation: 'create_folder', additionalFields: { name: 'Receipts' } });
+    await run({ resource: 'folder', operation: 'create', additionalFields: { name: 'Receipts' } });
     await run({
       resource: 'template',
-      operation: 'create_template',
-      folder_id: { __rl: true, mode: 'id', value: String(invoices.id) },
+      operation: 'create',
+      folderId: { __rl: true, mode: 'id', value: String(invoices.id) },
       name: 'Supplier invoice',
     });
     const ctx = loadOptionsContext(credentials) as unknown as ILoadOptionsFunctions;
@@ -102,14 +102,14 @@ describe('list search', () => {
 describe('Continue On Fail', () => {
   it('turns a failed item into an error item paired with it; the other items go on', async () => {
     const folder = (
-      await run({ resource: 'folder', operation: 'create_folder', additionalFields: { name: 'Kept' } })
+      await run({ resource: 'folder', operation: 'create', additionalFields: { name: 'Kept' } })
     )[0]!.json;
     const ids = [String(folder.id), '987654'];
     const out = await runDocex(
       {
         resource: 'folder',
-        operation: 'fetch_folder',
-        folder_id: { __rl: true, mode: 'id', value: '={{ $json.id }}' },
+        operation: 'get',
+        folderId: { __rl: true, mode: 'id', value: '={{ $json.id }}' },
       },
       { credentials, items: ids.map((id) => ({ json: { id } })), continueOnFail: true },
     );
@@ -123,8 +123,8 @@ describe('Continue On Fail', () => {
     await expect(
       run({
         resource: 'folder',
-        operation: 'fetch_folder',
-        folder_id: { __rl: true, mode: 'id', value: '987654' },
+        operation: 'get',
+        folderId: { __rl: true, mode: 'id', value: '987654' },
       }),
     ).rejects.toMatchObject({ name: 'NodeApiError', httpCode: '404', context: { itemIndex: 0 } });
   });
@@ -133,9 +133,9 @@ describe('Continue On Fail', () => {
     emu.resetStats();
     const error = await run({
       resource: 'document',
-      operation: 'fetch_documents',
+      operation: 'getAll',
       returnAll: true,
-      filters: { start_date: 'not a date' },
+      filters: { startDate: 'not a date' },
     }).catch((e: unknown) => e as Error);
     expect(error).toMatchObject({ name: 'NodeOperationError' });
     expect((error as Error).message).toMatch(/fetch_documents.*start_date/s);
@@ -144,7 +144,7 @@ describe('Continue On Fail', () => {
 
   it('a 422 of the service shows each `detail` entry as loc: msg', async () => {
     const error = await runDocex(
-      { resource: 'account', operation: 'check_api_key' },
+      { resource: 'account', operation: 'checkApiKey' },
       { credentials: { baseUrl: fake.url, apiKey: 'k-422' } },
     ).then(
       () => expect.fail('a 422 must fail the item'),
@@ -169,7 +169,7 @@ describe('Items in Parallel', () => {
       const out = await runDocex(
         {
           resource: 'account',
-          operation: 'check_api_key',
+          operation: 'checkApiKey',
           options: concurrency === undefined ? {} : { concurrency },
         },
         {
@@ -188,7 +188,7 @@ describe('Rerun of more than 500 documents', () => {
   it('is sent in chunks of 500 and merged into one answer', async () => {
     emu.resetStats();
     const ids = Array.from({ length: 1203 }, (_, i) => 500_000 + i);
-    const out = await run({ resource: 'document', operation: 'rerun_documents', doc_ids: ids.join(',') });
+    const out = await run({ resource: 'document', operation: 'rerun', documentIds: ids.join(',') });
     expect(emu.stats().requestsByOperation.rerun_documents).toBe(3);
     expect(out).toHaveLength(1);
     expect(out[0]!.json).toMatchObject({ rerun: 0, not_rerun: 1203, chunks: 3 });

@@ -69,8 +69,12 @@ async function upload(templateId: number, count = 1): Promise<number[]> {
 const emitted = (out: INodeExecutionData[][] | null) =>
   (out?.[0] ?? []).map((i) => i.json.document_id as number);
 
+/** "New or Changed Document" with the raw data, unless `extra` says otherwise. */
 function trigger(templateId: number, extra: IDataObject = {}) {
-  return pollingTrigger({ template_id: byId(templateId), ...extra }, credentials);
+  return pollingTrigger(
+    { event: 'newOrChangedDocument', templateId: byId(templateId), simplify: false, ...extra },
+    credentials,
+  );
 }
 
 describe('Document Extraction Trigger', () => {
@@ -224,7 +228,11 @@ describe('Document Extraction Trigger', () => {
     const inFolder = await newTemplate();
     const elsewhere = (await client.createTemplate({ folder_id: otherFolder, name: `t${++n}` })).id;
     const t = pollingTrigger(
-      { folder_id: { __rl: true, mode: 'list', value: String(otherFolder) }, idsOnly: true },
+      {
+        event: 'newOrChangedDocument',
+        folderId: { __rl: true, mode: 'list', value: String(otherFolder) },
+        idsOnly: true,
+      },
       credentials,
     );
     expect(await t.poll()).toBeNull();
@@ -234,5 +242,75 @@ describe('Document Extraction Trigger', () => {
     at(60_000);
     const out = await t.poll();
     expect(out?.[0]?.map((i) => i.json)).toEqual([{ document_id: mine }]);
+  });
+});
+
+describe('Document Extraction Trigger: New Document', () => {
+  const newDocuments = (templateId: number, extra: IDataObject = {}) =>
+    pollingTrigger({ templateId: byId(templateId), ...extra }, credentials);
+
+  it('is the default event: each upload once, simplified; reruns of known documents are not events', async () => {
+    const templateId = await newTemplate();
+    const [existing] = await upload(templateId);
+    const t = newDocuments(templateId);
+    at(10_000);
+    expect(await t.poll()).toBeNull();
+    at(20_000);
+    const [fresh] = await upload(templateId);
+    await client.rerunDocuments({ doc_ids: [existing!], override_extraction: true });
+    at(70_000);
+    const out = await t.poll();
+    expect(out?.[0]?.map((i) => i.json)).toEqual([
+      {
+        document_id: fresh,
+        document_name: expect.stringMatching(/\.txt$/),
+        'Invoice number': expect.stringMatching(/^T-/),
+        line_items: [],
+        fraud: { verdict: null, score: null },
+      },
+    ]);
+    at(100_000);
+    await client.rerunDocuments({ doc_ids: [fresh!], override_extraction: true });
+    at(130_000);
+    expect(await t.poll()).toBeNull(); // inside the overlap, changed: still not new
+    at(400_000);
+    await client.rerunDocuments({ doc_ids: [fresh!, existing!], override_extraction: true });
+    at(460_000);
+    expect(await t.poll()).toBeNull(); // after the overlap: known, so not new
+    const [another] = await upload(templateId);
+    at(520_000);
+    expect(emitted(await t.poll())).toEqual([another]);
+    expect(t.state().known).toEqual(expect.arrayContaining([expect.any(Array)]));
+  });
+
+  it('with Start From, documents created since then come once, old ones changed since then do not', async () => {
+    const templateId = await newTemplate();
+    at(-3 * 86_400_000);
+    const [old] = await upload(templateId);
+    at(-600_000);
+    const [recent] = await upload(templateId);
+    at(-300_000);
+    await client.rerunDocuments({ doc_ids: [old!], override_extraction: true });
+    at(0);
+    const t = newDocuments(templateId, { startTime: '2026-01-10T11:30:00', idsOnly: true });
+    expect(emitted(await t.poll())).toEqual([recent]);
+    at(60_000);
+    expect(await t.poll()).toBeNull();
+  });
+
+  it('a failed poll changes nothing; the next one emits what it missed', async () => {
+    const templateId = await newTemplate();
+    const t = newDocuments(templateId, { idsOnly: true });
+    expect(await t.poll()).toBeNull();
+    const before = JSON.parse(JSON.stringify(t.state())) as IDataObject;
+    at(10_000);
+    const [doc] = await upload(templateId);
+    at(60_000);
+    emu.faults.set({ errorRate: 1, statuses: [500], operations: ['fetch_document_data'] });
+    await expect(t.poll()).rejects.toThrow(/fetch_document_data: HTTP 500/);
+    expect(JSON.parse(JSON.stringify(t.state()))).toEqual(before);
+    emu.faults.clear();
+    at(120_000);
+    expect(emitted(await t.poll())).toEqual([doc]);
   });
 });

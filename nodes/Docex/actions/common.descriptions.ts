@@ -18,6 +18,7 @@
  */
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 import type { OperationSpec, ParamSpec, Resource } from '../../../shared/src/core/index.ts';
+import { parameterName } from './naming.ts';
 import type { NodeOperation } from './node.type.ts';
 
 export const resourceValue = (resource: Resource) => resource.toLowerCase();
@@ -36,7 +37,7 @@ export function collectionOf(api: OperationSpec): { displayName: string; name: s
   return { displayName: 'Additional Fields', name: 'additionalFields', placeholder: 'Add Field' };
 }
 
-/** Parameters a user picks from a list (fetch_all_folders), or enters by ID. */
+/** Parameters a user picks from a list (fetch_all_folders), or enters by ID (API names). */
 const LOCATORS: Record<string, { method: string; what: string }> = {
   folder_id: { method: 'searchFolders', what: 'folder' },
   template_id: { method: 'searchTemplates', what: 'template' },
@@ -56,7 +57,7 @@ const isFile = (param: ParamSpec) => param.kind === 'file' || param.kind === 'fi
 export function paramProperty(param: ParamSpec, required: boolean): INodeProperties {
   const base: INodeProperties = {
     displayName: param.label,
-    name: param.name,
+    name: parameterName(param.name),
     type: 'string',
     default: '',
     description: param.description,
@@ -152,12 +153,16 @@ const show = (op: NodeOperation, extra: Record<string, string[]> = {}) => ({
 const byDisplayName = (a: { displayName: string }, b: { displayName: string }) =>
   a.displayName.localeCompare(b.displayName);
 
-/** Parameters shown at the top, in the table's order. */
-export const isTopLevel = (api: OperationSpec, param: ParamSpec) =>
-  param.required === true ||
+/** Parameters shown at the top, in the table's order: required ones (by the API or by the node). */
+export const isTopLevel = ({ api, required }: Pick<NodeOperation, 'api' | 'required'>, param: ParamSpec) =>
+  isRequired({ api, required }, param) ||
   isFile(param) ||
   (api.exactlyOneOf ?? []).includes(param.name) ||
   (api.atLeastOneOf ?? []).includes(param.name);
+
+/** Required by the API, or by this operation of the node (Extract asks for a template). */
+export const isRequired = ({ required }: Pick<NodeOperation, 'api' | 'required'>, param: ParamSpec) =>
+  param.required === true || (required ?? []).includes(param.name);
 
 /** All the parameters of one operation of the node. */
 export function operationProperties(op: NodeOperation): INodeProperties[] {
@@ -168,30 +173,33 @@ export function operationProperties(op: NodeOperation): INodeProperties[] {
     const first = choice[0];
     const options = choice.map((name) => {
       const param = api.params.find((p) => p.name === name)!;
-      return { name: param.label, value: name, description: param.description };
+      return { name: param.label, value: parameterName(name), description: param.description };
     });
     props.push({
       displayName: 'Look Up By',
       name: LOOK_UP_BY,
       type: 'options',
       options: options.sort((a, b) => a.name.localeCompare(b.name)),
-      default: first,
+      default: parameterName(first!),
       description: `Give one of ${options.map((o) => o.name).join(' or ')}`,
       displayOptions: show(op),
     });
   }
-  for (const param of api.params.filter((p) => isTopLevel(api, p))) {
+  for (const param of api.params.filter((p) => isTopLevel(op, p))) {
     if (choice.includes(param.name)) {
-      props.push({ ...paramProperty(param, true), displayOptions: show(op, { [LOOK_UP_BY]: [param.name] }) });
+      props.push({
+        ...paramProperty(param, true),
+        displayOptions: show(op, { [LOOK_UP_BY]: [parameterName(param.name)] }),
+      });
     } else {
       props.push({
-        ...paramProperty(param, param.required === true || isFile(param)),
+        ...paramProperty(param, isRequired(op, param) || isFile(param)),
         displayOptions: show(op),
       });
     }
   }
   props.push(...(op.extraProperties ?? []).map((p) => ({ ...p, displayOptions: show(op) })));
-  const optional = api.params.filter((p) => !isTopLevel(api, p));
+  const optional = api.params.filter((p) => !isTopLevel(op, p));
   if (optional.length > 0) {
     const collection = collectionOf(api);
     props.push({
@@ -214,6 +222,26 @@ export function operationProperties(op: NodeOperation): INodeProperties[] {
   return props;
 }
 
+/** Return All / Limit, as on every n8n "Get Many" (read with limitOf). */
+export const RETURN_ALL: INodeProperties[] = [
+  {
+    displayName: 'Return All',
+    name: 'returnAll',
+    type: 'boolean',
+    default: false,
+    description: 'Whether to return all results or only up to a given limit',
+  },
+  {
+    displayName: 'Limit',
+    name: 'limit',
+    type: 'number',
+    typeOptions: { minValue: 1 },
+    default: 50,
+    description: 'Max number of results to return',
+    displayOptions: { show: { returnAll: [false] } },
+  },
+];
+
 /** Most input items sent to the service at once. */
 export const MAX_CONCURRENCY = 10;
 const CONCURRENCY: INodeProperties = {
@@ -224,6 +252,13 @@ const CONCURRENCY: INodeProperties = {
   default: 1,
   description: `How many input items are sent to the service at the same time (1 to ${MAX_CONCURRENCY})`,
 };
+
+/** What a freshly added node does: never a change, the main thing first (Extract), else a read. */
+const DEFAULT_PREFERENCE = ['extract', 'getAll', 'get', 'getResult', 'checkApiKey'];
+export function defaultOperation(ops: readonly NodeOperation[]): string {
+  const values = ops.map((op) => op.value);
+  return DEFAULT_PREFERENCE.find((v) => values.includes(v)) ?? values.sort()[0]!;
+}
 
 /** The Operation list of one resource and the parameters of each of its operations. */
 export function resourceProperties(resource: Resource, ops: readonly NodeOperation[]): INodeProperties[] {
@@ -238,7 +273,7 @@ export function resourceProperties(resource: Resource, ops: readonly NodeOperati
       noDataExpression: true,
       displayOptions: { show: { resource: [resourceValue(resource)] } },
       options,
-      default: String(options[0]!.value),
+      default: defaultOperation(ops),
     },
     ...ops.flatMap((op) => operationProperties(op)),
   ];

@@ -19,11 +19,11 @@ import {
   safeFileName,
   type BinaryResult,
   type FileInput,
-  type OperationSpec,
   type ParamSpec,
 } from '../../../shared/src/core/index.ts';
 import { BINARY_PROPERTY, collectionOf, isTopLevel, LOOK_UP_BY } from './common.descriptions.ts';
-import type { ApiInput } from './node.type.ts';
+import { parameterName } from './naming.ts';
+import type { ApiInput, NodeOperation } from './node.type.ts';
 
 /** A list parameter: an array (from an expression) or comma/space/semicolon-separated text. */
 export function splitList(value: unknown): string[] {
@@ -115,11 +115,16 @@ function convert(ctx: IExecuteFunctions, param: ParamSpec, raw: unknown, inColle
   }
 }
 
-/** The API input of item `i` for `api`, read from the generated parameters. */
-export async function readInput(ctx: IExecuteFunctions, i: number, api: OperationSpec): Promise<ApiInput> {
+/** The API input of item `i` for `op`, read from the generated parameters (API names as keys). */
+export async function readInput(
+  ctx: IExecuteFunctions,
+  i: number,
+  op: Pick<NodeOperation, 'api' | 'required'>,
+): Promise<ApiInput> {
+  const { api } = op;
   const input: ApiInput = {};
   const collection = collectionOf(api).name;
-  const optional = api.params.some((p) => !isTopLevel(api, p))
+  const optional = api.params.some((p) => !isTopLevel(op, p))
     ? (ctx.getNodeParameter(collection, i, {}) as IDataObject)
     : {};
   const chosen = api.exactlyOneOf ? (ctx.getNodeParameter(LOOK_UP_BY, i) as string) : undefined;
@@ -129,15 +134,22 @@ export async function readInput(ctx: IExecuteFunctions, i: number, api: Operatio
       input[param.name] = param.kind === 'file' ? files[0] : files;
       continue;
     }
+    const name = parameterName(param.name);
     let raw: unknown;
-    if (!isTopLevel(api, param)) raw = optional[param.name];
+    if (!isTopLevel(op, param)) raw = optional[name];
     else if (chosen !== undefined && api.exactlyOneOf!.includes(param.name))
-      raw = chosen === param.name ? ctx.getNodeParameter(param.name, i) : undefined;
-    else raw = ctx.getNodeParameter(param.name, i);
-    const value = convert(ctx, param, raw, !isTopLevel(api, param));
+      raw = chosen === name ? ctx.getNodeParameter(name, i) : undefined;
+    else raw = ctx.getNodeParameter(name, i);
+    const value = convert(ctx, param, raw, !isTopLevel(op, param));
     if (value !== undefined) input[param.name] = value;
   }
   return input;
+}
+
+/** The Limit of item `i` (RETURN_ALL), or undefined with Return All on. */
+export function limitOf(ctx: IExecuteFunctions, i: number): number | undefined {
+  if (ctx.getNodeParameter('returnAll', i, false)) return undefined;
+  return Math.max(1, Math.floor(Number(ctx.getNodeParameter('limit', i, 50))) || 1);
 }
 
 /** An answer as one item; a non-object answer goes under `result`. */

@@ -14,7 +14,7 @@ export type Runner = (
 
 /** One entry of the node's Operation list. */
 export interface NodeOperation {
-  /** The option value: the API operation's name (`create_folder`), or a convenience's own (`upload_and_wait`). */
+  /** The option value, saved in workflows: the label in camelCase (naming.ts), e.g. `getAll`, `extract`. */
   readonly value: string;
   readonly resource: Resource;
   /** Shown in the Operation list. */
@@ -24,6 +24,8 @@ export interface NodeOperation {
   readonly description: string;
   /** The API operation whose parameters this operation shows and sends. */
   readonly api: OperationSpec;
+  /** API parameters this operation asks for at the top although the API has them optional. */
+  readonly required?: readonly string[];
   /** Parameters beyond the API's (wait options, output binary field...), shown for this operation only. */
   readonly extraProperties?: readonly INodeProperties[];
   /** Entries of this operation's "Options" collection, next to "Items in Parallel". */

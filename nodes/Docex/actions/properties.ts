@@ -2,7 +2,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 import { RESOURCES } from '../../../shared/src/core/index.ts';
 import { resourceValue } from './common.descriptions.ts';
-import { resources } from './router.ts';
+import { allOperations, resources } from './router.ts';
 
 const resourceOptions = [...RESOURCES]
   .sort((a, b) => a.localeCompare(b))
@@ -19,3 +19,9 @@ export const properties: INodeProperties[] = [
   },
   ...Object.values(resources).flatMap((r) => r.description),
 ];
+
+/** "Document: Extract" under the node on the canvas, from the labels (not the saved values). */
+const subtitleLabels = Object.fromEntries(
+  allOperations.map((op) => [`${op.resource.toLowerCase()}:${op.value}`, `${op.resource}: ${op.name}`]),
+);
+export const subtitle = `={{ (${JSON.stringify(subtitleLabels)})[$parameter["resource"] + ":" + $parameter["operation"]] }}`;

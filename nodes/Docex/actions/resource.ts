@@ -1,5 +1,6 @@
 /** A resource's operations, taken from the shared operation table; conveniences are added by the resource. */
 import { OPERATIONS, type OperationSpec, type Resource } from '../../../shared/src/core/index.ts';
+import { operationValue } from './naming.ts';
 import type { NodeOperation } from './node.type.ts';
 
 const article = (word: string) => (/^[aeiou]/i.test(word) ? 'an' : 'a');
@@ -31,7 +32,7 @@ export function fromTable(
   return (Object.values(OPERATIONS) as OperationSpec[])
     .filter((api) => api.resource === resource)
     .map((api) => ({
-      value: api.name,
+      value: operationValue(api),
       resource,
       name: api.action,
       action: actionOf(api),

@@ -61,7 +61,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 
   const results = await mapLimit(items, concurrency, async (_item, i) => {
     try {
-      const input = await readInput(this, i, op.api);
+      const input = await readInput(this, i, op);
       return await (op.run ? op.run(this, client, i, input) : callApi(op, client, i, input));
     } catch (error) {
       const nodeError = toNodeError(this, error, i);

@@ -1,47 +1,36 @@
 /**
- * Document > Get Many: fetch_documents with its five filters, one item per document, either its ID
- * or (Return Document Data) its extracted data. With a limit, the most recent documents (highest
- * IDs) are kept, newest first.
+ * Document > Get Many: fetch_documents with its five filters, one item per document with its
+ * extracted data (simplified by default), or only its ID (Options > IDs Only). With a limit, the
+ * most recent documents (highest IDs) are kept, newest first.
  */
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { documentsData, type InputOf } from '../../../../shared/src/core/index.ts';
-import { jsonItem } from '../common.execute.ts';
+import { RETURN_ALL } from '../common.descriptions.ts';
+import { jsonItem, limitOf } from '../common.execute.ts';
+import { SIMPLIFY, simplifyDocument } from '../simplify.ts';
 import type { Runner } from '../node.type.ts';
 
-export const properties: INodeProperties[] = [
+export const options: INodeProperties[] = [
   {
-    displayName: 'Return Document Data',
-    name: 'returnData',
+    displayName: 'IDs Only',
+    name: 'idsOnly',
     type: 'boolean',
     default: false,
-    description: "Whether to return each document's extracted data instead of only its ID",
-  },
-  {
-    displayName: 'Return All',
-    name: 'returnAll',
-    type: 'boolean',
-    default: false,
-    description: 'Whether to return all results or only up to a given limit',
-  },
-  {
-    displayName: 'Limit',
-    name: 'limit',
-    type: 'number',
-    typeOptions: { minValue: 1 },
-    default: 50,
-    description: 'Max number of results to return',
-    displayOptions: { show: { returnAll: [false] } },
+    description: "Whether to return only each document's ID, without reading its data",
   },
 ];
 
+export const properties: INodeProperties[] = [...RETURN_ALL, SIMPLIFY];
+
 export const run: Runner = async (ctx, client, i, input) => {
   let ids = await client.fetchDocuments(input as InputOf<'fetch_documents'>);
-  if (!ctx.getNodeParameter('returnAll', i, false)) {
-    const limit = Math.max(1, Number(ctx.getNodeParameter('limit', i, 50)));
-    ids = [...new Set(ids)].sort((a, b) => b - a).slice(0, limit);
-  }
-  if (!ctx.getNodeParameter('returnData', i, false))
+  const limit = limitOf(ctx, i);
+  if (limit !== undefined) ids = [...new Set(ids)].sort((a, b) => b - a).slice(0, limit);
+  if ((ctx.getNodeParameter('options', i, {}) as IDataObject).idsOnly === true)
     return ids.map((document_id) => jsonItem(i, { document_id }));
+  const simplify = ctx.getNodeParameter('simplify', i, true) === true;
   // Documents deleted since they were listed are left out.
-  return (await documentsData(client, ids)).map((d): INodeExecutionData => jsonItem(i, d as IDataObject));
+  return (await documentsData(client, ids)).map(
+    (d): INodeExecutionData => jsonItem(i, simplify ? simplifyDocument(d) : (d as IDataObject)),
+  );
 };

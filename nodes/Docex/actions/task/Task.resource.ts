@@ -1,21 +1,19 @@
-import { OPERATIONS } from '../../../../shared/src/core/index.ts';
+import type { TaskResult } from '../../../../shared/src/core/index.ts';
 import { resourceProperties } from '../common.descriptions.ts';
-import type { NodeOperation } from '../node.type.ts';
+import { jsonItem } from '../common.execute.ts';
 import { fromTable } from '../resource.ts';
-import * as uploadAndWait from './uploadAndWait.operation.ts';
+import { SIMPLIFY, simplifyDocument } from '../simplify.ts';
 
-export const operations: NodeOperation[] = [
-  ...fromTable('Task'),
-  {
-    value: 'upload_and_wait',
-    resource: 'Task',
-    name: 'Upload and Wait',
-    action: 'Upload files and wait for their extraction',
-    description: 'Upload files, wait until the service has extracted them and return each result',
-    api: OPERATIONS.upload_file,
-    options: uploadAndWait.options,
-    run: uploadAndWait.run,
+export const operations = fromTable('Task', {
+  fetch_tasks_results: {
+    extraProperties: [SIMPLIFY],
+    run: async (ctx, client, i, input) => {
+      const result = (await client.call('fetch_tasks_results', input as never)) as TaskResult;
+      if (!ctx.getNodeParameter('simplify', i, true)) return [jsonItem(i, result)];
+      const { status, status_message } = result;
+      return [jsonItem(i, { status, status_message, ...simplifyDocument(result) })];
+    },
   },
-];
+});
 
 export const description = resourceProperties('Task', operations);

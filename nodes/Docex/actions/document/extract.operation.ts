@@ -1,18 +1,28 @@
 /**
- * Upload and Wait: upload_file, then poll fetch_tasks_results for every file's task (the core's
- * uploadAndWait) and put out one item per file with its final result. A file whose extraction
- * FAILED, or that is a DUPLICATE of an existing document, fails the item unless Continue On Fail is
- * on (then it comes out with an `error` field) or duplicates are accepted.
+ * Extract (the node's default operation): upload the input item's binary file(s) with upload_file,
+ * wait for every file's task (the core's uploadAndWait) and put out one item per file, paired with
+ * its input item.
+ *
+ * - Simplify (on by default) gives each file's data as plain values (simplify.ts); when the task
+ *   result carries no fields, they are read with fetch_document_data. Off: the task result as sent.
+ * - A file whose extraction FAILED, or that is a DUPLICATE of a document the service already holds,
+ *   fails the item with the file name, status and the service's message, unless Continue On Fail is
+ *   on (then it is an item with `status` and `error`) or duplicates are accepted (then the item
+ *   describes the existing document, with `status: "DUPLICATE"`).
  */
 import { NodeOperationError, type IDataObject, type INodeProperties } from 'n8n-workflow';
 import {
   fileNameOf,
+  type DocexClient,
   type FileInput,
   type InputOf,
   type WaitResult,
 } from '../../../../shared/src/core/index.ts';
 import { jsonItem } from '../common.execute.ts';
 import type { Runner } from '../node.type.ts';
+import { hasFields, SIMPLIFY, simplifyDocument } from '../simplify.ts';
+
+export const properties: INodeProperties[] = [SIMPLIFY];
 
 export const options: INodeProperties[] = [
   {
@@ -21,7 +31,7 @@ export const options: INodeProperties[] = [
     type: 'boolean',
     default: false,
     description:
-      'Whether a file the service already holds (status DUPLICATE) counts as a success; its item then refers to the existing document',
+      'Whether a file the service already holds (status DUPLICATE) counts as a success; its item then describes the existing document',
   },
   {
     displayName: 'Poll Interval (Seconds)',
@@ -37,15 +47,26 @@ export const options: INodeProperties[] = [
     type: 'number',
     typeOptions: { minValue: 1 },
     default: 600,
-    description: 'How long to wait for all files of the upload to be extracted before failing',
+    description: 'How long to wait for all files of the item to be extracted before failing',
   },
 ];
 
 const describe = (t: WaitResult, fileName: string | undefined) =>
   `${t.document_name ?? fileName ?? t.task_id ?? 'file'}: ${t.status}${t.status_message ? ` (${t.status_message})` : ''}`;
 
+/** The simplified data of a finished file; the fields are read from the document when the task has none. */
+async function simplified(client: DocexClient, task: WaitResult): Promise<IDataObject> {
+  const data =
+    hasFields(task) || typeof task.document_id !== 'number'
+      ? task
+      : { ...task, ...(await client.fetchDocumentData({ document_id: task.document_id })) };
+  const out = simplifyDocument(data);
+  return task.status === 'DONE' ? out : { ...out, status: task.status };
+}
+
 export const run: Runner = async (ctx, client, i, input) => {
   const opts = ctx.getNodeParameter('options', i, {}) as IDataObject;
+  const simplify = ctx.getNodeParameter('simplify', i, true) === true;
   const timeoutMs = Math.round(Number(opts.waitTimeout ?? 600) * 1000);
   const intervalMs = Math.round(Number(opts.pollInterval ?? 2) * 1000);
   const acceptDuplicates = opts.acceptDuplicates === true;
@@ -65,18 +86,29 @@ export const run: Runner = async (ctx, client, i, input) => {
       {
         itemIndex: i,
         description:
-          `${done} file(s) of this upload were extracted. FAILED: the service could not extract the file. ` +
+          `${done} file(s) of this item were extracted. FAILED: the service could not extract the file. ` +
           'DUPLICATE: the service already holds this file (turn on "Accept Duplicates" to use the existing document). ' +
           'Turn on "Continue On Fail" to get every file as an item, with an error field on those that did not succeed.',
       },
     );
   }
-  return tasks.map((task) => {
+  const items = [];
+  for (const task of tasks) {
     const { children: _children, ...result } = task;
-    const ok = !failed.includes(task);
-    return jsonItem(
-      i,
-      ok ? result : { ...result, error: `Extraction ${task.status}: ${describe(task, nameOf(task))}` },
-    );
-  });
+    if (failed.includes(task)) {
+      const error = `Extraction ${task.status}: ${describe(task, nameOf(task))}`;
+      const json = simplify
+        ? {
+            document_id: task.document_id ?? null,
+            document_name: task.document_name ?? nameOf(task) ?? null,
+            status: task.status,
+            error,
+          }
+        : { ...result, error };
+      items.push(jsonItem(i, json));
+    } else {
+      items.push(jsonItem(i, simplify ? await simplified(client, task) : result));
+    }
+  }
+  return items;
 };
