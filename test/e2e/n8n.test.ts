@@ -2,7 +2,7 @@
  * The packed n8n-nodes-docex tarball in a real n8n 2.40.7, its workflows run with `n8n execute`
  * against the emulator.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
@@ -100,36 +100,36 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
       workflow('wfsetup00000001', [
         docex('Create Folder', {
           resource: 'folder',
-          operation: 'create_folder',
+          operation: 'create',
           additionalFields: { name: 'e2e folder' },
         }),
         docex('Create Template', {
           resource: 'template',
-          operation: 'create_template',
-          folder_id: '={{ $json.id }}',
+          operation: 'create',
+          folderId: '={{ $json.id }}',
           name: 'e2e template',
-          additionalFields: { number_locale: 'EU' },
+          additionalFields: { numberLocale: 'EU' },
         }),
         docex('Create Field', {
           resource: 'field',
-          operation: 'create_field',
-          template_id: '={{ $json.id }}',
+          operation: 'create',
+          templateId: '={{ $json.id }}',
           name: 'Invoice number',
           type: 'General fields',
           format: 'invoice_number',
         }),
         docex('Create Field 2', {
           resource: 'field',
-          operation: 'create_field',
-          template_id: "={{ $('Create Template').item.json.id }}",
+          operation: 'create',
+          templateId: "={{ $('Create Template').item.json.id }}",
           name: 'Total',
           type: 'General fields',
           format: 'total_price',
         }),
         docex('Create Instruction', {
           resource: 'instruction',
-          operation: 'create_instruction',
-          template_id: "={{ $('Create Template').item.json.id }}",
+          operation: 'create',
+          templateId: "={{ $('Create Template').item.json.id }}",
           content: 'Totals include VAT',
           type: 'General fields',
         }),
@@ -151,7 +151,7 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
 
   it('uploads two binary files and waits; gets data, file, raw text and a ZIP; reruns; deletes', async () => {
     expect(templateId).toBeGreaterThan(0);
-    const ids = "={{ $('Upload and Wait').all().map(i => i.json.document_id).join(',') }}";
+    const ids = "={{ $('Extract').all().map(i => i.json.document_id).join(',') }}";
     const runData = await execute(
       workflow('wfmain000000001', [
         {
@@ -162,41 +162,42 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
           typeVersion: 1,
           position: [200, 0],
         } as never,
-        docex('Upload and Wait', {
-          resource: 'task',
-          operation: 'upload_and_wait',
+        docex('Extract', {
+          resource: 'document',
+          operation: 'extract',
           binaryPropertyName: 'data',
-          additionalFields: { template_id: { __rl: true, mode: 'id', value: String(templateId) } },
+          templateId: { __rl: true, mode: 'id', value: String(templateId) },
           options: { pollInterval: 0.2, waitTimeout: 60 },
         }),
         docex('Get Data', {
           resource: 'document',
-          operation: 'fetch_document_data',
-          document_id: '={{ $json.document_id }}',
+          operation: 'getData',
+          documentId: '={{ $json.document_id }}',
+          simplify: false,
         }),
         docex('Raw Text', {
           resource: 'document',
-          operation: 'fetch_raw_text',
-          document_id: "={{ $('Upload and Wait').item.json.document_id }}",
+          operation: 'getRawText',
+          documentId: "={{ $('Extract').item.json.document_id }}",
         }),
         docex('Download', {
           resource: 'document',
-          operation: 'fetch_file',
-          document_id: "={{ $('Upload and Wait').item.json.document_id }}",
+          operation: 'downloadFile',
+          documentId: "={{ $('Extract').item.json.document_id }}",
           binaryPropertyOutput: 'file',
         }),
         docex(
           'Zip',
-          { resource: 'document', operation: 'fetch_files_batch', document_ids: ids },
+          { resource: 'document', operation: 'downloadZip', documentIds: ids },
           { executeOnce: true },
         ),
         docex(
           'Rerun',
           {
             resource: 'document',
-            operation: 'rerun_documents',
-            doc_ids: ids,
-            additionalFields: { override_extraction: true },
+            operation: 'rerun',
+            documentIds: ids,
+            additionalFields: { overrideExtraction: true },
           },
           { executeOnce: true },
         ),
@@ -204,15 +205,21 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
           'Delete',
           {
             resource: 'document',
-            operation: 'delete_doc',
-            doc_id: "={{ $('Upload and Wait').all()[0].json.document_id }}",
+            operation: 'delete',
+            documentId: "={{ $('Extract').all()[0].json.document_id }}",
           },
           { executeOnce: true },
         ),
       ]),
     );
-    const uploads = out(runData, 'Upload and Wait');
-    expect(uploads.map((i) => i.json.status)).toEqual(['DONE', 'DONE']);
+    const uploads = out(runData, 'Extract');
+    // Simplify (the default): plain values, paired with the files read.
+    expect(uploads.map((i) => [i.json.document_name, i.json['Invoice number'], i.json.Total]).sort()).toEqual(
+      [
+        ['invoice-a.txt', 'E2E-A', 10.5],
+        ['invoice-b.txt', 'E2E-B', 20],
+      ],
+    );
     const data = out(runData, 'Get Data').map(
       (i) => i.json as { General_fields: Record<string, { value: unknown }> },
     );
@@ -229,6 +236,36 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
     expect(out(runData, 'Rerun')[0]!.json).toMatchObject({ rerun: 2, not_rerun: 0 });
     const deleted = out(runData, 'Delete')[0]!.json;
     expect(deleted).toEqual({ success: true, doc_id: uploads[0]!.json.document_id });
+  });
+
+  it('the example workflow runs as shipped, once its folder, template and credential are filled in', async () => {
+    const example = JSON.parse(
+      await readFile(join(import.meta.dirname, '../../examples/n8n-workflow.json'), 'utf8'),
+    ) as {
+      nodes: Array<{ type: string; parameters: Record<string, unknown>; credentials?: object }>;
+      connections: object;
+      name: string;
+    };
+    // Files of their own: the service would answer DUPLICATE for the ones extracted above.
+    await mkdir(join(n8n.home, 'files', 'example'));
+    await writeFile(join(n8n.home, 'files', 'example', 'c.txt'), 'Invoice number: EX-C\nTotal: 5,00\n');
+    await writeFile(join(n8n.home, 'files', 'example', 'd.txt'), 'Invoice number: EX-D\nTotal: 6,00\n');
+    for (const node of example.nodes) {
+      if (node.type === 'n8n-nodes-base.readWriteFile')
+        node.parameters.fileSelector = join(n8n.home, 'files', 'example', '*.txt');
+      if (node.type === 'n8n-nodes-docex.docex') {
+        node.credentials = CREDENTIAL;
+        node.parameters.templateId = { __rl: true, mode: 'id', value: String(templateId) };
+      }
+    }
+    const runData = await execute(
+      Object.assign(example, { id: 'wfexample000001', active: false, settings: {} }),
+    );
+    expect(
+      out(runData, 'Extract')
+        .map((i) => i.json['Invoice number'])
+        .sort(),
+    ).toEqual(['EX-C', 'EX-D']);
     expect(n8n.emulator.stats().requestsByOperation.delete_doc).toBe(1);
   });
 });

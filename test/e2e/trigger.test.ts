@@ -138,7 +138,9 @@ describe('the trigger in a running n8n', () => {
         {
           parameters: {
             pollTimes: { item: [{ mode: 'everyMinute' }] },
-            template_id: { __rl: true, mode: 'id', value: String(template.id) },
+            event: 'newOrChangedDocument',
+            templateId: { __rl: true, mode: 'id', value: String(template.id) },
+            simplify: false,
             startTime: new Date(Date.now() - 3_600_000).toISOString(),
           },
           id: 'trigger',
