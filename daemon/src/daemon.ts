@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '../../shared/src/core/index.ts';
 import type { Config } from './config.ts';
 import { removeStaleTemps } from './files.ts';
-import { startHttp } from './http.ts';
+import { recordPull, startHttp } from './http.ts';
 import { createMetrics } from './metrics.ts';
 import { createNotifier, type Notifier } from './notify.ts';
 import { Pipeline } from './pipeline.ts';
@@ -67,10 +67,13 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       cron.schedule(config.pull.schedule, async () => {
         if (pulling) return;
         pulling = true;
+        const at = new Date().toISOString();
         await pullOnce({ db, client, config, log, metrics })
-          .catch((error: unknown) =>
-            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move'),
-          )
+          .then((r) => recordPull(db, { at, status: 'done', documents: r.documents }))
+          .catch((error: unknown) => {
+            recordPull(db, { at, status: 'failed', documents: 0, error: (error as Error).message });
+            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move');
+          })
           .finally(() => (pulling = false));
       }),
     );
@@ -86,7 +89,11 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       ),
     );
   }
-  const http = config.http ? await startHttp(config.http.host, config.http.port, db, metrics) : undefined;
+  let keyRefused = false;
+  pipeline.once('run-refused', () => (keyRefused = true));
+  const http = config.http
+    ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake(), keyRefused: () => keyRefused })
+    : undefined;
   log.info(
     {
       folders: config.watch.map((w) => w.path),

@@ -112,7 +112,8 @@ export class Notifier {
   /** Waits up to graceMs for deliveries in flight and queued, then abandons the rest (logged). */
   async close(graceMs = this.config.shutdown_grace_ms) {
     const settled = (async () => {
-      while (!this.stopping.signal.aborted && (this.active.size || this.queue.length)) await Promise.allSettled([...this.active]);
+      while (!this.stopping.signal.aborted && (this.active.size || this.queue.length))
+        await Promise.allSettled([...this.active]);
     })();
     await Promise.race([settled, sleep(graceMs, undefined, { ref: false })]);
     this.stopping.abort();
