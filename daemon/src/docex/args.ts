@@ -95,6 +95,22 @@ export interface Extras {
 }
 
 export const GLOBAL_EXTRAS: Extras = { booleans: ['json', 'help'], values: ['profile', 'config'] };
+const UPLOAD_EXTRAS: Extras = {
+  booleans: [...GLOBAL_EXTRAS.booleans, 'wait'],
+  values: [...GLOBAL_EXTRAS.values, 'timeout'],
+};
+const BINARY_EXTRAS: Extras = {
+  booleans: GLOBAL_EXTRAS.booleans,
+  values: [...GLOBAL_EXTRAS.values, 'output'],
+};
+
+/** The flags a command takes beside its parameters: --wait on upload, -o on downloads. */
+export const extrasFor = (command: OperationCommand): Extras =>
+  command.operation === 'upload_file'
+    ? UPLOAD_EXTRAS
+    : command.spec.output === 'binary'
+      ? BINARY_EXTRAS
+      : GLOBAL_EXTRAS;
 
 export function booleanTest(command: OperationCommand | undefined, extras: Extras) {
   return (name: string) =>

@@ -15,7 +15,7 @@ import {
 import { saveBinary } from '../../../shared/src/node/index.ts';
 import { ConfigError } from '../config.ts';
 import { EXIT, exitCodeFor } from '../exit.ts';
-import { booleanTest, GLOBAL_EXTRAS, inputOf, parseArgs, type Extras, type ParsedArgs } from './args.ts';
+import { booleanTest, extrasFor, inputOf, parseArgs, type ParsedArgs } from './args.ts';
 import {
   actionsOf,
   findOperationCommand,
@@ -47,22 +47,6 @@ interface Context {
   client: () => DocexClient;
   out: (text: string) => void;
 }
-
-const UPLOAD_EXTRAS: Extras = {
-  booleans: [...GLOBAL_EXTRAS.booleans, 'wait'],
-  values: [...GLOBAL_EXTRAS.values, 'timeout'],
-};
-const BINARY_EXTRAS: Extras = {
-  booleans: GLOBAL_EXTRAS.booleans,
-  values: [...GLOBAL_EXTRAS.values, 'output'],
-};
-
-const extrasFor = (command: OperationCommand): Extras =>
-  command.operation === 'upload_file'
-    ? UPLOAD_EXTRAS
-    : command.spec.output === 'binary'
-      ? BINARY_EXTRAS
-      : GLOBAL_EXTRAS;
 
 function contextFor(io: Io, options: Record<string, string | boolean>): Context {
   let client: DocexClient | undefined;
