@@ -33,6 +33,8 @@ export function inside(dir: string, child: string): string {
   return target;
 }
 
+/** Folders writeAtomic made (or found) in this process: not made again for every file. */
+const madeDirs = new Set<string>();
 const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
 
 /**
@@ -40,7 +42,11 @@ const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
  * after a power loss the file is either the old one or the whole new one.
  */
 export async function writeAtomic(path: string, data: string | Uint8Array) {
-  await mkdir(dirname(path), { recursive: true });
+  const dir = dirname(path);
+  if (!madeDirs.has(dir)) {
+    await mkdir(dir, { recursive: true });
+    madeDirs.add(dir);
+  }
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
   try {
     const file = await open(temp, 'wx');
@@ -53,6 +59,7 @@ export async function writeAtomic(path: string, data: string | Uint8Array) {
     await rename(temp, path);
   } catch (error) {
     await rm(temp, { force: true });
+    madeDirs.delete(dir); // it may have been removed: made again on the next try
     throw error;
   }
 }

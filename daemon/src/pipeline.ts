@@ -312,27 +312,16 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (this.stopping || this.refused !== undefined) return;
     const { db, config } = this.deps;
     const now = this.now();
-    const take = (rows: FileRow[], kind: JobKind, limit: number, run: (row: FileRow) => Promise<void>) => {
-      for (const row of rows) {
-        if (this.running[kind] >= limit) break;
-        if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
-      }
+    const take = (rows: FileRow[], kind: JobKind, run: (row: FileRow) => Promise<void>) => {
+      for (const row of rows) if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
     };
-    const spare = (kind: JobKind, limit: number) => Math.max(0, limit - this.running[kind]) + this.jobs.size;
+    const spare = (kind: JobKind, limit: number) => limit - this.running[kind];
 
-    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', LOCAL_JOBS, (r) =>
-      this.stabilize(r),
-    );
+    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) => this.stabilize(r));
     this.startUploads(now);
-    take(
-      db.due('uploaded', now, spare('poll', config.poll.batch_size)),
-      'poll',
-      config.poll.batch_size,
-      (r) => this.poll(r),
-    );
-    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', LOCAL_JOBS, (r) => this.archive(r));
-    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', LOCAL_JOBS, (r) => this.report(r));
-    db.flush();
+    take(db.due('uploaded', now, spare('poll', config.poll.batch_size)), 'poll', (r) => this.poll(r));
+    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
+    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
     const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
     this.arm(Math.min(db.nextDue(now) ?? Infinity, probe));
   }
@@ -374,11 +363,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       starting(row);
     }
     if (this.running.upload >= limit) return;
-    for (const row of db.dueForUpload(now, limit - this.running.upload + this.jobs.size)) starting(row);
+    for (const row of db.dueForUpload(now, limit - this.running.upload)) starting(row);
   }
 
   private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
     this.running[kind]++;
+    this.deps.db.lease(row.id);
     const job = run(row)
       .catch((error: unknown) =>
         this.deps.log.error(
@@ -389,6 +379,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       .finally(() => {
         this.running[kind]--;
         this.jobs.delete(row.id);
+        if (!this.stopped) this.deps.db.release(row.id);
         this.kinds.delete(job);
         this.wake();
       });

@@ -1,0 +1,51 @@
+/**
+ * A fast stand-in for the service, for the ingest benchmark (a child process; sends its port over
+ * IPC): upload_file answers a task id, fetch_tasks_results says DONE at once, fetch_document_data
+ * answers a small document. Nothing else; only the engine around the requests is measured.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+let next = 0;
+const json = (res: import('node:http').ServerResponse, body: unknown) => {
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify(body));
+};
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url!, 'http://x');
+  const path = url.pathname.replace(/\/$/, '');
+  req.resume();
+  req.on('end', () => {
+    if (path.endsWith('/upload_file')) return json(res, { task_id: `task-${++next}` });
+    if (path.endsWith('/fetch_tasks_results')) {
+      const taskId = url.searchParams.get('task_id')!;
+      return json(res, {
+        status: 'DONE',
+        status_message: '',
+        task_id: taskId,
+        document_id: Number(taskId.slice(5)),
+      });
+    }
+    if (path.endsWith('/fetch_document_data')) {
+      const id = Number(url.searchParams.get('document_id'));
+      return json(res, {
+        document_id: id,
+        template_id: 1,
+        document_name: `doc-${id}.txt`,
+        task_id: `task-${id}`,
+        General_fields: {
+          'Invoice number': { value: `INV-${id}`, confidence: 0.95 },
+          Total: { value: 10.5, confidence: 0.9 },
+        },
+        General_fields_list: [],
+        Line_fields: { Description: { values: ['Widget', 'Gadget'], confidences: [0.9, 0.9] } },
+      });
+    }
+    res.statusCode = 404;
+    res.end();
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => process.send!((server.address() as AddressInfo).port));
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,208 @@
+/**
+ * Ingest: N small files dropped into a watched folder until every result is written and the file
+ * is moved, docex-sync against a plain `fetch` loop doing the same work (upload, poll, fetch the
+ * data, write JSON + two CSV, move the file) at the same concurrency, against the same fast local
+ * server (bench/api-server.ts). Each run is a fresh child process; the two alternate, REPS times.
+ * Timed from the first file dropped to the last one moved; CPU is the child's own.
+ */
+import { fork } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import type { BenchRow } from './run.ts';
+
+const FILES = Number(process.env.DOCEX_BENCH_FILES ?? 2000);
+const REPS = Number(process.env.DOCEX_BENCH_REPS ?? 3);
+const CONCURRENCY = 4;
+const KEY = 'bench-api-key-0123456789';
+
+interface RunResult {
+  seconds: number;
+  cpuMs: number;
+}
+
+async function stage(dir: string) {
+  await mkdir(join(dir, 'staging'), { recursive: true });
+  for (const d of ['inbox', 'results', 'processed', 'failed']) await mkdir(join(dir, d), { recursive: true });
+  const body = 'Invoice number: 1\nTotal: 10,00\n'.padEnd(2048, '.');
+  for (let i = 0; i < FILES; i++) await writeFile(join(dir, 'staging', `f${i}.txt`), `${i}\n${body}`);
+}
+
+/** Moves every staged file into the inbox (the "drop"). */
+async function drop(dir: string) {
+  for (const name of await readdir(join(dir, 'staging')))
+    await rename(join(dir, 'staging', name), join(dir, 'inbox', name));
+}
+
+async function baseline(dir: string, url: string) {
+  const { generalCsv, linesCsv } = await import('../daemon/src/results.ts');
+  const headers = { authorization: `Bearer ${KEY}` };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plain loop, as users write it
+  const getJson = async (path: string): Promise<any> => (await fetch(`${url}${path}`, { headers })).json();
+  const inbox = join(dir, 'inbox');
+  const one = async (name: string) => {
+    const source = join(inbox, name);
+    const form = new FormData();
+    form.append('files', new Blob([await readFile(source)]), name);
+    const up = (await (
+      await fetch(`${url}/v1/upload_file/?template_id=1`, { method: 'POST', body: form, headers })
+    ).json()) as { task_id: string };
+    let task;
+    for (;;) {
+      task = await getJson(`/v1/fetch_tasks_results/?task_id=${up.task_id}`);
+      if (task.status !== 'IN PROGRESS') break;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    const doc = await getJson(`/v1/fetch_document_data/?document_id=${task.document_id}`);
+    const base = join(dir, 'results', `${name}.doc-${doc.document_id}`);
+    await writeFile(`${base}.fields.csv`, generalCsv(doc, source));
+    await writeFile(`${base}.lines.csv`, linesCsv(doc));
+    await writeFile(`${base}.json`, JSON.stringify({ document: doc, task, source_file: source }, null, 2));
+    await rename(source, join(dir, 'processed', name));
+  };
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  await drop(dir);
+  const names = await readdir(inbox);
+  let next = 0;
+  const worker = async () => {
+    while (next < names.length) await one(names[next++]!);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return finish(started, cpu);
+}
+
+async function daemon(dir: string, url: string) {
+  const { loadConfig } = await import('../daemon/src/config.ts');
+  const { startDaemon } = await import('../daemon/src/daemon.ts');
+  const { createLogger } = await import('../daemon/src/logging.ts');
+  const { createNodeClient } = await import('../shared/src/node/index.ts');
+  const configFile = join(dir, 'docex-sync.yaml');
+  await writeFile(
+    configFile,
+    [
+      'state_db: ./state/sync.db',
+      `api: { base_url: "${url}", concurrency: ${CONCURRENCY}, requests_per_second: 1000000, timeout_ms: 30000 }`,
+      'poll: { interval_ms: 1, max_interval_ms: 10 }',
+      'watch:',
+      '  - path: ./inbox',
+      '    template_id: 1',
+      '    output: ./results',
+      '    processed_dir: ./processed',
+      '    failed_dir: ./failed',
+      '    stable_ms: 0',
+      '    rescan_interval_ms: 3600000',
+      'log_level: warn',
+    ].join('\n'),
+  );
+  const config = loadConfig(configFile);
+  const log = createLogger('warn', {
+    pretty: false,
+    destination: new Writable({ write: (_c, _e, cb) => cb() }),
+  });
+  const client = createNodeClient({
+    baseUrl: url,
+    apiKey: KEY,
+    concurrency: config.api.concurrency,
+    intervalCap: config.api.requests_per_second,
+    intervalMs: 1000,
+    timeoutMs: config.api.timeout_ms,
+  });
+  const running = await startDaemon(config, client, log);
+  let archived = 0;
+  const all = new Promise<void>((resolve) =>
+    running.pipeline.on('file-archived', () => ++archived === FILES && resolve()),
+  );
+  const failed = new Promise<never>((_, reject) =>
+    running.pipeline.on('file-failed', (row) => reject(new Error(`${row.path}: ${row.reason}`))),
+  );
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  await drop(dir);
+  await Promise.race([all, failed]);
+  const result = finish(started, cpu);
+  await running.stop();
+  return result;
+}
+
+function finish(started: number, cpu: NodeJS.CpuUsage): RunResult {
+  const used = process.cpuUsage(cpu);
+  return { seconds: (performance.now() - started) / 1000, cpuMs: (used.user + used.system) / 1000 };
+}
+
+function inChild(name: 'baseline' | 'daemon', url: string): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(import.meta.url), [], {
+      env: { ...process.env, DOCEX_BENCH_CASE: name, DOCEX_BENCH_URL: url },
+      execArgv: process.env.DOCEX_BENCH_PROFILE
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DOCEX_BENCH_PROFILE}`]
+        : [],
+    });
+    child.once('message', (m) => resolve(m as RunResult));
+    child.once('error', reject);
+    child.once('exit', (code) => code !== 0 && reject(new Error(`ingest ${name} exited with ${code}`)));
+  });
+}
+
+if (process.env.DOCEX_BENCH_CASE && process.send) {
+  const dir = await mkdtemp(join(tmpdir(), 'docex-ingest-'));
+  try {
+    await stage(dir);
+    const url = process.env.DOCEX_BENCH_URL!;
+    const result =
+      process.env.DOCEX_BENCH_CASE === 'daemon' ? await daemon(dir, url) : await baseline(dir, url);
+    const done = (await readdir(join(dir, 'processed'))).length;
+    if (done !== FILES) throw new Error(`only ${done} of ${FILES} files processed`);
+    process.send(result);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  process.disconnect();
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export default async function ingestBench(): Promise<BenchRow[]> {
+  const server = fork(fileURLToPath(new URL('./api-server.ts', import.meta.url)), [], { execArgv: [] });
+  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(m as number)));
+  const url = `http://127.0.0.1:${port}`;
+  const runs: Record<'baseline' | 'daemon', RunResult[]> = { baseline: [], daemon: [] };
+  try {
+    for (let i = 0; i < REPS; i++) {
+      for (const name of i % 2 ? (['daemon', 'baseline'] as const) : (['baseline', 'daemon'] as const))
+        if (!process.env.DOCEX_BENCH_ONLY || process.env.DOCEX_BENCH_ONLY === name)
+          runs[name].push(await inChild(name, url));
+    }
+  } finally {
+    server.kill();
+  }
+  const rate = (r: RunResult) => FILES / r.seconds;
+  const rows: BenchRow[] = [];
+  for (const name of ['baseline', 'daemon'] as const) {
+    const rates = runs[name].map(rate);
+    const label = name === 'baseline' ? 'plain fetch loop' : 'docex-sync';
+    rows.push(
+      {
+        measure: `${label}: files/s, median`,
+        value: median(rates),
+        unit: 'files/s',
+        note: `${REPS} runs of ${FILES} files, concurrency ${CONCURRENCY}`,
+      },
+      { measure: `${label}: files/s, min`, value: Math.min(...rates), unit: 'files/s' },
+      {
+        measure: `${label}: CPU per file, median`,
+        value: median(runs[name].map((r) => r.cpuMs / FILES)),
+        unit: 'ms',
+      },
+    );
+  }
+  rows.push({
+    measure: 'docex-sync / plain loop (median files/s)',
+    value: median(runs.daemon.map(rate)) / median(runs.baseline.map(rate)),
+    unit: 'x',
+    note: 'goal >= 0.90',
+  });
+  return rows;
+}

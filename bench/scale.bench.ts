@@ -1,0 +1,202 @@
+/**
+ * Scale: 100,000 files already in a watched folder (100 sub-folders of 1,000) when docex-sync
+ * starts. Measured in fresh child processes:
+ * - docex-sync: time until every file is recorded in the state DB and watching is ready, peak RSS,
+ *   then CPU over IDLE_S seconds with those 100k files waiting (stable_ms is an hour, so nothing
+ *   is uploaded; this includes any periodic rescan that falls in the window);
+ * - bare chokidar on the same tree: time to "ready", peak RSS, CPU over IDLE_S seconds;
+ * - docex-sync idle with 100k archived and 100k failed rows in its DB and an empty inbox.
+ * No server is needed: nothing is uploaded.
+ */
+import { fork } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { BenchRow } from './run.ts';
+
+const FILES = Number(process.env.DOCEX_BENCH_SCALE_FILES ?? 100_000);
+const IDLE_S = Number(process.env.DOCEX_BENCH_IDLE_S ?? 60);
+const PER_DIR = 1000;
+const MB = 1024 * 1024;
+
+interface CaseResult {
+  seconds?: number;
+  peakRssMb?: number;
+  idleCpuPercent: number;
+}
+
+function rssPeak() {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  return () => {
+    clearInterval(timer);
+    return Math.max(peak, process.memoryUsage().rss) / MB;
+  };
+}
+
+async function idleCpu(): Promise<number> {
+  const start = process.cpuUsage();
+  const t0 = performance.now();
+  await delay(IDLE_S * 1000);
+  const used = process.cpuUsage(start);
+  return ((used.user + used.system) / 1000 / (performance.now() - t0)) * 100;
+}
+
+async function daemonConfig(dir: string, tree: string) {
+  const { loadConfig } = await import('../daemon/src/config.ts');
+  const file = join(dir, 'docex-sync.yaml');
+  await writeFile(
+    file,
+    [
+      'state_db: ./state/sync.db',
+      'api: { base_url: "http://127.0.0.1:9" }',
+      'watch:',
+      `  - path: ${tree}`,
+      '    recursive: true',
+      '    template_id: 1',
+      '    output: ./results',
+      '    processed_dir: ./processed',
+      '    failed_dir: ./failed',
+      '    stable_ms: 3600000',
+      'log_level: info',
+    ].join('\n'),
+  );
+  return loadConfig(file);
+}
+
+async function startSync(dir: string, tree: string) {
+  const { startDaemon } = await import('../daemon/src/daemon.ts');
+  const { createLogger } = await import('../daemon/src/logging.ts');
+  const { createNodeClient } = await import('../shared/src/node/index.ts');
+  const config = await daemonConfig(dir, tree);
+  const lines: string[] = [];
+  const log = createLogger('info', {
+    pretty: false,
+    destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
+  });
+  const client = createNodeClient({ baseUrl: config.api.base_url!, apiKey: 'bench-key-0123456789' });
+  return { running: await startDaemon(config, client, log), lines };
+}
+
+const cases = {
+  async record(dir: string, tree: string): Promise<CaseResult> {
+    const peak = rssPeak();
+    const t0 = performance.now();
+    const { running, lines } = await startSync(dir, tree);
+    const recorded = running.db.counts().discovered;
+    const seconds = (performance.now() - t0) / 1000;
+    const peakRssMb = peak();
+    if (recorded !== FILES) throw new Error(`recorded ${recorded} of ${FILES}`);
+    if (lines.length > 20) throw new Error(`${lines.length} log lines at info for a start-up scan`);
+    const idleCpuPercent = await idleCpu();
+    await running.stop();
+    return { seconds, peakRssMb, idleCpuPercent };
+  },
+  async chokidar(_dir: string, tree: string): Promise<CaseResult> {
+    const { default: chokidar } = await import('chokidar');
+    const peak = rssPeak();
+    const t0 = performance.now();
+    let added = 0;
+    const watcher = chokidar.watch(tree).on('add', () => added++);
+    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+    const seconds = (performance.now() - t0) / 1000;
+    const peakRssMb = peak();
+    if (added !== FILES) throw new Error(`chokidar reported ${added} of ${FILES}`);
+    const idleCpuPercent = await idleCpu();
+    await watcher.close();
+    return { seconds, peakRssMb, idleCpuPercent };
+  },
+  async rested(dir: string): Promise<CaseResult> {
+    const { StateDb } = await import('../daemon/src/state.ts');
+    const { NEVER } = await import('../daemon/src/lifecycle.ts');
+    const empty = join(dir, 'empty-inbox');
+    mkdirSync(empty);
+    const config = await daemonConfig(dir, empty);
+    const db = new StateDb(config.state_db);
+    const insert = db.db.prepare(
+      `INSERT INTO files (watch, path, rel, size, state, outcome, finalized, next_at, discovered_at, updated_at)
+       VALUES (?, ?, ?, 10, ?, ?, ?, ${NEVER}, 1, 1)`,
+    );
+    db.db.transaction(() => {
+      for (let i = 0; i < FILES; i++) {
+        insert.run(empty, join(dir, 'processed', `a${i}.pdf`), `a${i}.pdf`, 'archived', 'processed', 0);
+        insert.run(empty, join(dir, 'failed', `f${i}.pdf`), `f${i}.pdf`, 'failed', 'failed', 1);
+      }
+    })();
+    db.close();
+    const { running } = await startSync(dir, empty);
+    await delay(1000);
+    const idleCpuPercent = await idleCpu();
+    await running.stop();
+    return { idleCpuPercent };
+  },
+};
+type CaseName = keyof typeof cases;
+
+if (process.env.DOCEX_BENCH_CASE && process.send) {
+  const dir = await mkdtemp(join(tmpdir(), 'docex-scale-case-'));
+  try {
+    const name = process.env.DOCEX_BENCH_CASE as CaseName;
+    process.send(await cases[name](dir, process.env.DOCEX_BENCH_TREE!));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  process.disconnect();
+}
+
+function inChild(name: CaseName, tree: string): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(import.meta.url), [], {
+      env: { ...process.env, DOCEX_BENCH_CASE: name, DOCEX_BENCH_TREE: tree },
+      execArgv: [],
+    });
+    child.once('message', (m) => resolve(m as CaseResult));
+    child.once('error', reject);
+    child.once('exit', (code) => code !== 0 && reject(new Error(`scale ${name} exited with ${code}`)));
+  });
+}
+
+export default async function scaleBench(): Promise<BenchRow[]> {
+  const tree = await mkdtemp(join(tmpdir(), 'docex-scale-'));
+  try {
+    for (let i = 0; i < FILES; i++) {
+      const sub = join(tree, `d${Math.floor(i / PER_DIR)}`);
+      if (i % PER_DIR === 0) mkdirSync(sub);
+      writeFileSync(join(sub, `f${i}.txt`), `file ${i}\n`);
+    }
+    const sync = await inChild('record', tree);
+    const bare = await inChild('chokidar', tree);
+    const rested = await inChild('rested', tree);
+    const n = FILES.toLocaleString('en');
+    return [
+      {
+        measure: `docex-sync: ${n} files recorded, watching ready`,
+        value: sync.seconds!,
+        unit: 's',
+        note: 'goal < 10',
+      },
+      { measure: 'bare chokidar: ready', value: bare.seconds!, unit: 's' },
+      { measure: 'docex-sync: peak RSS', value: sync.peakRssMb!, unit: 'MB', note: 'goal < 250' },
+      { measure: 'bare chokidar: peak RSS', value: bare.peakRssMb!, unit: 'MB' },
+      {
+        measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} files waiting`,
+        value: sync.idleCpuPercent,
+        unit: '%',
+        note: 'goal < 1',
+      },
+      { measure: `bare chokidar: idle CPU over ${IDLE_S} s`, value: bare.idleCpuPercent, unit: '%' },
+      {
+        measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} archived + ${n} failed rows`,
+        value: rested.idleCpuPercent,
+        unit: '%',
+        note: 'goal < 1',
+      },
+    ];
+  } finally {
+    await rm(tree, { recursive: true, force: true });
+  }
+}
