@@ -42,6 +42,24 @@ const server = createServer((req, res) => {
         Line_fields: { Description: { values: ['Widget', 'Gadget'], confidences: [0.9, 0.9] } },
       });
     }
+    if (path.endsWith('/fetch_template'))
+      return json(res, {
+        id: 1,
+        name: 'Invoice',
+        desc: null,
+        folder_id: 1,
+        field_ids: [1, 2, 3],
+        number_locale: 'EU',
+      });
+    if (path.endsWith('/fetch_field')) {
+      const id = Number(url.searchParams.get('field_id'));
+      const [name, type] = [
+        ['Invoice number', 'General fields'],
+        ['Total', 'General fields'],
+        ['Description', 'Line fields'],
+      ][id - 1]!;
+      return json(res, { id, template_id: 1, name, type, desc: null, format: 'text', position: id });
+    }
     res.statusCode = 404;
     res.end();
   });

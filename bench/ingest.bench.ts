@@ -57,7 +57,7 @@ async function baseline(dir: string, url: string) {
     }
     const doc = await getJson(`/v1/fetch_document_data/?document_id=${task.document_id}`);
     const base = join(dir, 'results', `${name}.doc-${doc.document_id}`);
-    await writeFile(`${base}.fields.csv`, generalCsv(doc, source));
+    await writeFile(`${base}.fields.csv`, generalCsv(doc, source, { verdict: null, score: null }));
     await writeFile(`${base}.lines.csv`, linesCsv(doc));
     await writeFile(`${base}.json`, JSON.stringify({ document: doc, task, source_file: source }, null, 2));
     await rename(source, join(dir, 'processed', name));

@@ -11,10 +11,8 @@
  * failures: the file goes back to `stable` and waits.
  */
 import {
-  DocexAuthenticationError,
   DocexConnectionError,
   DocexError,
-  DocexInputError,
   DocexNotFoundError,
   DocexPermissionError,
   DEFAULT_RETRY,
@@ -140,17 +138,20 @@ export interface Decision {
 export type Fault = 'auth' | 'target-missing' | 'unreachable' | 'transient' | 'permanent';
 
 /**
- * 401/403 are about the key, not the file. A 404 on upload means the template or folder in the
- * config does not exist (there is no other id in an upload). Refused connections and timeouts mean
- * the service is away. Other retryable errors (429, 5xx, 408) are transient; the rest is permanent.
+ * The client's own classification (DocexError.kind) decides, with two refinements for files: a 404
+ * or a permission 403 on upload means the watch's template or folder is missing or not ours (an
+ * upload names no other id), and a connection that fails or times out means the service is away.
  */
 export function classify(error: unknown, operation: 'upload' | 'poll'): Fault {
-  if (error instanceof DocexAuthenticationError || error instanceof DocexPermissionError) return 'auth';
-  if (operation === 'upload' && error instanceof DocexNotFoundError) return 'target-missing';
+  if (!(error instanceof DocexError)) return 'transient';
+  if (error.kind === 'auth') return 'auth';
+  if (
+    operation === 'upload' &&
+    (error instanceof DocexNotFoundError || error instanceof DocexPermissionError)
+  )
+    return 'target-missing';
   if (error instanceof DocexConnectionError) return 'unreachable';
-  if (error instanceof DocexInputError) return 'permanent';
-  if (error instanceof DocexError) return error.retryable ? 'transient' : 'permanent';
-  return 'transient';
+  return error.kind === 'permanent' ? 'permanent' : 'transient';
 }
 
 export const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -73,6 +73,7 @@ const api = <C extends typeof DocexApiError>(
 const errors = {
   auth401: api(DocexAuthenticationError, 401),
   forbidden403: api(DocexPermissionError, 403),
+  badKey403: api(DocexAuthenticationError, 403),
   notFound404: api(DocexNotFoundError, 404),
   tooLarge413: api(DocexPayloadTooLargeError, 413),
   bad400: api(DocexBadRequestError, 400),
@@ -210,18 +211,20 @@ describe('lifecycle: upload errors', () => {
   const failUpload = (error: unknown, extra: Partial<FileRow> = {}) =>
     decide(row('uploading', extra), { kind: 'upload-failed', error }, T0, policy);
 
-  it('401 and 403 stop the run; the file goes back to stable and the attempt does not count', () => {
-    for (const error of [errors.auth401, errors.forbidden403]) {
+  it('401 and a credential 403 stop the run; the file goes back to stable and the attempt does not count', () => {
+    for (const error of [errors.auth401, errors.badKey403]) {
       const d = failUpload(error);
       expect(d.effect).toEqual({ kind: 'stop-run', error });
       expect(d.changes).toMatchObject({ state: 'stable', attempts: 0, next_at: T0 });
     }
   });
 
-  it('404 on upload (template or folder missing) pauses the watch; the file stays queued', () => {
-    const d = failUpload(errors.notFound404);
-    expect(d.effect).toMatchObject({ kind: 'pause-watch', reason: expect.stringContaining('404') });
-    expect(d.changes).toMatchObject({ state: 'stable', attempts: 0 });
+  it('404 or a permission 403 on upload (template or folder missing, or not ours) pauses the watch; the file stays queued', () => {
+    for (const error of [errors.notFound404, errors.forbidden403]) {
+      const d = failUpload(error);
+      expect(d.effect).toMatchObject({ kind: 'pause-watch', reason: expect.stringMatching(/40[34]/) });
+      expect(d.changes).toMatchObject({ state: 'stable', attempts: 0 });
+    }
   });
 
   it('an unreachable service is a run-level problem: the file waits with backoff and never fails for it', () => {
@@ -315,11 +318,12 @@ describe('lifecycle: tasks', () => {
     expect(d.changes!.reason).toBe('task t-1 not finished after 60000 ms (last status: IN PROGRESS)');
   });
 
-  it('poll errors: 401/403 stop the run without touching the file; transient waits; permanent fails', () => {
+  it('poll errors: 401 and a credential 403 stop the run without touching the file; transient waits; permanent fails', () => {
     const poll = (error: unknown) =>
       decide(row('uploaded'), { kind: 'poll-failed', error }, T0 + 100, policy);
-    for (const error of [errors.auth401, errors.forbidden403])
+    for (const error of [errors.auth401, errors.badKey403])
       expect(poll(error)).toEqual({ changes: undefined, effect: { kind: 'stop-run', error } });
+    expect(poll(errors.forbidden403).changes).toMatchObject({ state: 'failed' });
     expect(poll(errors.server503).changes).toMatchObject({
       next_at: T0 + 1600,
       reason: expect.stringContaining('503'),
@@ -399,7 +403,9 @@ describe('lifecycle: crash recovery and retry', () => {
 describe('classify', () => {
   it('sorts every error class', () => {
     expect(classify(errors.auth401, 'upload')).toBe('auth');
-    expect(classify(errors.forbidden403, 'poll')).toBe('auth');
+    expect(classify(errors.badKey403, 'poll')).toBe('auth');
+    expect(classify(errors.forbidden403, 'upload')).toBe('target-missing');
+    expect(classify(errors.forbidden403, 'poll')).toBe('permanent');
     expect(classify(errors.notFound404, 'upload')).toBe('target-missing');
     expect(classify(errors.notFound404, 'poll')).toBe('permanent');
     expect(classify(errors.refused, 'upload')).toBe('unreachable');
