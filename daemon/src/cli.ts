@@ -80,6 +80,7 @@ async function status(config: Config, json: boolean) {
         .lastErrors()
         .map((r) => ({ file: r.path, reason: r.reason, at: new Date(r.updated_at).toISOString() })),
       last_reruns: db.lastReruns(),
+      ...db.problems(),
       pull_cursor: db.getValue('pull.cursor')
         ? new Date(Number(db.getValue('pull.cursor'))).toISOString()
         : null,
@@ -103,6 +104,12 @@ async function status(config: Config, json: boolean) {
       out('Last errors:');
       for (const e of report.last_errors) out(`  ${e.at}  ${e.file}: ${e.reason}`);
     }
+    for (const w of report.paused_watches) out(`PAUSED ${w.watch} since ${w.since}: ${w.reason}`);
+    if (report.service_unreachable)
+      out(
+        `Service unreachable since ${report.service_unreachable.since}: ${report.service_unreachable.reason}`,
+      );
+    for (const b of report.blocked) out(`Held back: ${b.file}: ${b.reason}`);
     if (report.pull_cursor) out(`Pull cursor: ${report.pull_cursor}`);
   } finally {
     db.close();

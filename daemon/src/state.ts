@@ -358,6 +358,25 @@ export class StateDb {
     ) as FileRow[];
   }
 
+  /** What holds work back at run level or locally, for `status` and /healthz. */
+  problems() {
+    const unreachable = this.getValue('service.unreachable');
+    return {
+      paused_watches: this.pausedWatches().map((w) => ({
+        watch: w.path,
+        reason: w.paused_reason,
+        since: new Date(w.paused_at).toISOString(),
+      })),
+      service_unreachable: unreachable
+        ? (({ since, reason }: { since: number; reason: string }) => ({
+            since: new Date(since).toISOString(),
+            reason,
+          }))(JSON.parse(unreachable) as { since: number; reason: string })
+        : null,
+      blocked: this.blocked(20).map((r) => ({ file: r.path, state: r.state, reason: r.blocked })),
+    };
+  }
+
   pausedWatches(): PausedWatch[] {
     return this.st(`SELECT * FROM watches ORDER BY path`).all() as PausedWatch[];
   }

@@ -52,6 +52,9 @@ describe('run-level faults are not file failures', () => {
     expect(world.emulator.stats().requestsByOperation.upload_file).toBe(1);
     expect(daemon.db.counts().failed).toBe(0);
     expect(world.logs.join('')).toContain('watch paused');
+    expect(daemon.db.problems().paused_watches).toEqual([
+      { watch: join(world.dir, 'inbox'), reason: expect.stringContaining('404'), since: expect.any(String) },
+    ]);
   });
 
   it('task_timeout_ms counts from the upload: a task that never finishes fails on time with its error.json', async () => {

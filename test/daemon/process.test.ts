@@ -395,6 +395,57 @@ describe('operating it', () => {
   });
 });
 
+describe('the delivery guarantee under kill -9', () => {
+  it('killed with four uploads in flight: after a restart every file ends archived, each with one document; at most those four are sent twice', async () => {
+    world = await makeWorld({ taskDelayMs: 100 });
+    world.emulator.faults.set({ latencyMs: [2500, 2500], operations: ['upload_file'] });
+    const names = Array.from({ length: 6 }, (_, i) => `k${i}.txt`);
+    for (const name of names) await writeFile(join(world.dir, 'inbox', name), invoice(name));
+    const first = runCli(['run', '--config', world.configFile]);
+    const uploading = () => names.filter((n) => stateOf(world, n) === 'uploading').length;
+    await until('four uploads in flight', () => uploading() === 4, 30_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    world.emulator.faults.clear();
+    const second = runCli(['run', '--config', world.configFile]);
+    await until('all archived', () => names.every((n) => stateOf(world, n) === 'archived'), 40_000);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+
+    const uploads = world.emulator.stats().uploadsByHash;
+    const twice = names.filter((n) => uploads[sha(invoice(n))] === 2);
+    for (const n of names) expect(uploads[sha(invoice(n))]).toBeLessThanOrEqual(2);
+    expect(twice.length).toBeLessThanOrEqual(4); // api.concurrency: the bound docs/daemon.md gives
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    expect(await client.fetchDocuments({})).toHaveLength(names.length); // one document per file
+    expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual([...names].sort());
+    expect(await readdir(join(world.dir, 'failed'))).toEqual([]);
+  }, 60_000);
+
+  it('run with a refused API key exits 3 and leaves every file where it was', async () => {
+    world = await makeWorld();
+    await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1'));
+    const run = runCli(['run', '--config', world.configFile], { DOCEX_API_KEY: 'refused-key' });
+    expect(await run.exited).toBe(3);
+    expect(run.output()).not.toContain('    at ');
+    expect(await readdir(join(world.dir, 'inbox'))).toEqual(['a.txt']);
+    expect(stateOf(world, 'a.txt')).not.toBe('failed');
+  }, 60_000);
+
+  it('a second daemon on the same state DB refuses to start and names the DB and the holder', async () => {
+    world = await makeWorld();
+    const first = runCli(['run', '--config', world.configFile]);
+    await until('first running', () => first.output().includes('docex-sync running'), 30_000);
+    const second = runCli(['run', '--config', world.configFile]);
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toContain(`the state DB ${join(world.dir, 'state', 'sync.db')} is in use`);
+    expect(second.output()).toContain(`pid ${first.child.pid}`);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  }, 60_000);
+});
+
 describe('recovery from the state a crash leaves in each pipeline state', () => {
   const cases = [
     { state: 'stable', expectUploads: 1, end: 'archived' },
