@@ -162,7 +162,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       }
     } else if (effect.kind === 'pause-watch') {
       const now = this.now();
+      const already = db.pausedWatches().some((w) => w.path === row.watch);
       db.pauseWatch(row.watch, effect.reason, now, now + PROBE_MS);
+      if (already) return; // another upload of the same watch found it out at the same time
       log.error(
         { folder: row.watch, reason: effect.reason, retryInMs: PROBE_MS },
         'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
