@@ -183,7 +183,7 @@ class DocexClientBase {
     const request = buildRequest(op, input as Record<string, unknown> | undefined, {
       instructionIdIn: options.instructionIdIn ?? this.options.instructionIdIn,
     });
-    const policy = { ...this.retryPolicy, ...options.retry };
+    const policy = options.retry ? { ...this.retryPolicy, ...options.retry } : this.retryPolicy;
     const replayable = bodyIsReplayable(request);
     const log = this.options.logger;
 

@@ -76,7 +76,7 @@ export class NodeTransport implements Transport {
    * closed while it sat in a pool, so a write is never lost to a keep-alive race.
    */
   private readonly fresh: Got;
-  private readonly timeouts = new Map<number, { connect: number; socket: number; response: number }>();
+  private readonly timeouts = new Map<number, { connect: number; socket: number }>();
 
   constructor(options: NodeTransportOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl))
@@ -141,8 +141,10 @@ export class NodeTransport implements Transport {
   private async perform(
     request: TransportRequest,
   ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
-    let url = new URL(this.baseUrl + request.path);
-    for (const [k, v] of request.query) url.searchParams.append(k, v);
+    let url: string | URL =
+      this.baseUrl +
+      request.path +
+      (request.query.length > 0 ? `?${new URLSearchParams(request.query).toString()}` : '');
     const headers: Record<string, string> = { ...request.headers };
     let body: Buffer | undefined;
     let multipart: { plan: MultipartPlan; sizeOf: (file: FileInput) => number | undefined } | undefined;
@@ -169,12 +171,14 @@ export class NodeTransport implements Transport {
         method: request.method,
         headers,
         body,
-        // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, any stall
-        // of the socket, and the wait for the answer once the request is sent.
+        // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, and any
+        // stall of the socket, which includes the wait for the answer once the request is sent.
         timeout: this.timeoutsFor(request.timeoutMs),
-        signal: request.signal,
+        ...(request.signal ? { signal: request.signal } : {}),
       });
-      const wire = watchWire(stream, ticket);
+      // Only what needs it pays for following the request onto its socket: the rate limit, and writes
+      // (a read is repeated after a reset anyway).
+      const wire = ticket || !request.idempotent ? watchWire(stream, ticket) : undefined;
       // The multipart body is written into the request stream as it goes (see writeMultipart).
       const writer = multipart ? writeMultipart(stream, multipart.plan, multipart.sizeOf) : undefined;
       let result: { response: TransportResponse; finished: Promise<void> };
@@ -184,7 +188,7 @@ export class NodeTransport implements Transport {
         // The request died (reset, timeout, abort) maybe while the writer was opening a file: the
         // caller hears of it only once the writer has stopped and closed its file.
         await writer;
-        throw wire.failed(error);
+        throw wire ? wire.failed(error) : error;
       }
       ticket?.sent();
       const next = this.redirectTarget(request, result.response, url);
@@ -194,18 +198,23 @@ export class NodeTransport implements Transport {
   }
 
   /** Same-origin redirects of reads are followed; anything else goes back as a 3xx answer (an error). */
-  private redirectTarget(request: TransportRequest, response: TransportResponse, from: URL): URL | undefined {
+  private redirectTarget(
+    request: TransportRequest,
+    response: TransportResponse,
+    from: string | URL,
+  ): URL | undefined {
     if (request.method !== 'GET' || !REDIRECT_STATUSES.has(response.status)) return undefined;
     const location = response.headers.location;
     if (typeof location !== 'string') return undefined;
-    const target = URL.canParse(location, from.href) ? new URL(location, from) : undefined;
+    const base = String(from);
+    const target = URL.canParse(location, base) ? new URL(location, base) : undefined;
     return target?.origin === this.origin ? target : undefined;
   }
 
   private timeoutsFor(ms: number | undefined) {
     if (!ms) return {};
     let timeouts = this.timeouts.get(ms);
-    if (!timeouts) this.timeouts.set(ms, (timeouts = { connect: ms, socket: ms, response: ms }));
+    if (!timeouts) this.timeouts.set(ms, (timeouts = { connect: ms, socket: ms }));
     return timeouts;
   }
 
@@ -302,15 +311,19 @@ async function readText(
     return new DocexResponseTooLargeError(operation, size, limit);
   };
   if (announced > limit) throw tooLarge(announced);
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    total += bytes.byteLength;
-    if (total > limit) throw tooLarge(total);
-    chunks.push(bytes);
-  }
-  return Buffer.concat(chunks, total).toString('utf8');
+  // Events rather than async iteration: this runs for every JSON answer.
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    stream.on('data', (chunk: Buffer | string) => {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      total += bytes.byteLength;
+      if (total > limit) reject(tooLarge(total));
+      else chunks.push(bytes);
+    });
+    stream.once('end', () => resolve(Buffer.concat(chunks, total).toString('utf8')));
+    stream.once('error', reject);
+  });
 }
 
 /** JSON when it parses, the text otherwise ('' for an empty body). */
