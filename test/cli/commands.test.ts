@@ -1,6 +1,8 @@
 /** docex's commands from the operation table: help, parsing, output, errors, exit codes, profiles, completion. */
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { booleanTest, extrasFor, inputOf, parseArgs } from '../../daemon/src/docex/args.ts';
@@ -205,6 +207,21 @@ profiles:
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(`${config}:2 profiles.acme.base_url: Invalid URL`);
     expect(bad.stderr).toContain(`${config}:2 profiles.acme.api_key: unknown key`);
+  });
+
+  it('exits 3 when check_api_key answers 200 with a body that says the key is not valid', async () => {
+    const server = createServer((_req, res) =>
+      res.setHeader('content-type', 'application/json').end('{"valid":false}'),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const run = await inProcess(['account', 'check'], { env: { DOCEX_BASE_URL: url, DOCEX_API_KEY: 'k' } });
+      expect(run.code).toBe(3);
+      expect(JSON.parse(run.stdout)).toEqual({ valid: false, details: { valid: false } });
+    } finally {
+      server.close();
+    }
   });
 
   it('prints tables on a terminal', async () => {

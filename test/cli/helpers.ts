@@ -110,7 +110,8 @@ export async function inProcess(
       { isTTY: options.tty ?? false },
     ),
     stderr: sink((s) => (stderr += s)),
-    env: options.env ?? {},
+    // The machine user's ~/.config/docex is never read by a test.
+    env: { XDG_CONFIG_HOME: join(tmpdir(), 'docex-test-no-config'), ...options.env },
   };
   const code = await main(args, io);
   return { code, stdout, stderr };

@@ -28,7 +28,7 @@ beforeAll(async () => {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const [{ filename }] = JSON.parse(packed.slice(packed.indexOf('['))) as Array<{ filename: string }>;
+  const { filename } = (JSON.parse(packed.slice(packed.indexOf('['))) as Array<{ filename: string }>)[0]!;
   await mkdir(join(dir, 'installed'));
   execFileSync('tar', ['xzf', join(dir, filename), '-C', join(dir, 'installed')]);
   await symlink(join(repo, 'node_modules'), join(dir, 'installed', 'package', 'node_modules'));

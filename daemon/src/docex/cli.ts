@@ -125,7 +125,9 @@ async function runOperation(
     const fallback = command.operation === 'fetch_files_batch' ? 'documents.zip' : `document-${String(id)}`;
     await writeBinary(ctx, result as BinaryResult, options.output as string | undefined, fallback);
   } else printResult(ctx, result, command);
-  return EXIT.ok;
+  // A 200 whose body says the key is not valid is a refused key, as in docex-sync check.
+  const refused = command.operation === 'check_api_key' && (result as { valid: boolean }).valid === false;
+  return refused ? EXIT.auth : EXIT.ok;
 }
 
 const REPORT_LABEL: Record<Action['kind'], string> = { create: '+', update: '~', delete: '-' };
