@@ -210,7 +210,12 @@ describe('requests built for n8n', () => {
     );
     expect(options.body).toBe('{}');
     expect(options.headers).toMatchObject({ 'content-type': 'application/json' });
-    expect(options).toMatchObject({ returnFullResponse: true, ignoreHttpStatusErrors: true, json: true });
+    expect(options).toMatchObject({
+      returnFullResponse: true,
+      ignoreHttpStatusErrors: true,
+      json: true,
+      disableFollowRedirect: true,
+    });
   });
 
   it('asks for bytes when the answer is a file', () => {

@@ -80,6 +80,9 @@ export function toHttpRequestOptions(baseUrl: string, request: TransportRequest)
     headers,
     returnFullResponse: true,
     ignoreHttpStatusErrors: true,
+    // A redirect comes back to the core as a 3xx (DocexRedirectError): the credential never follows
+    // it to another origin, and a write is never re-sent somewhere else (docs/decisions.md).
+    disableFollowRedirect: true,
   };
   if (request.responseType === 'binary') {
     // Files and ZIP archives come back as bytes; an error answer (JSON) is parsed from them below.
