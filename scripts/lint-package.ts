@@ -2,7 +2,7 @@
  * `npm run lint:package`: checks n8n-nodes-docex the way n8n's community-package scanner
  * (@n8n/scan-community-package 0.32.0, scanner/scanner.mjs) does, without its network legs:
  *
- * 1. build (`node scripts/build.ts n8n`), `npm pack` into a temporary folder, unpack;
+ * 1. `npm pack` (its prepack builds) into a temporary folder, or take a given tarball; unpack;
  * 2. lint the tarball's JavaScript and its package.json with the scanner's own flat config
  *    (buildScanConfig below is a copy of the scanner's), inline eslint-disable comments NOT honoured;
  * 3. lint the sources the scanner lints in the attested source checkout (package.json and
@@ -26,11 +26,12 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { ESLint } from 'eslint';
 import { defineConfig } from 'eslint/config';
 import { n8nCommunityNodesPlugin } from '@n8n/eslint-plugin-community-nodes';
@@ -118,8 +119,8 @@ function literal(value: unknown, indent = ''): string {
   return JSON.stringify(value);
 }
 
-/** The generated descriptions of the package's nodes, written out as literals and linted. */
-async function lintGeneratedDescriptions(): Promise<string[]> {
+/** The generated descriptions of the nodes in `packageRoot` (the unpacked tarball), written out as literals and linted. */
+async function lintGeneratedDescriptions(packageRoot: string): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'docex-described-'));
   try {
     writeFileSync(join(dir, 'package.json'), readFileSync(join(repo, 'package.json')));
@@ -134,7 +135,10 @@ async function lintGeneratedDescriptions(): Promise<string[]> {
     const files: string[] = [];
     for (const [name, source] of nodes) {
       // The built bundle, as n8n loads it (n8n-workflow's ESM build does not load in plain Node).
-      const mod = requireFromRepo(join(repo, source)) as Record<string, new () => { description: object }>;
+      const mod = requireFromRepo(join(packageRoot, source)) as Record<
+        string,
+        new () => { description: object }
+      >;
       const description = literal(new mod[name]!().description, '  ').replace(
         /(inputs|outputs): \[\n\s*"main",\n\s*\]/g,
         '$1: [NodeConnectionTypes.Main]',
@@ -161,23 +165,23 @@ async function lintGeneratedDescriptions(): Promise<string[]> {
 
 /** Shipped files: the bundles, their icons and codex files, package.json files, nothing else. */
 const SHIPPABLE =
-  /^(package\.json|README\.md|LICENSE(\.md)?|dist\/package\.json|dist\/(nodes|credentials)\/.+\.(js|svg)|dist\/nodes\/\w+\/\w+\.node\.json)$/;
+  /^(package\.json|README\.md|CHANGELOG\.md|LICENSE(\.md)?|dist\/package\.json|dist\/(nodes|credentials)\/.+\.(js|svg)|dist\/nodes\/\w+\/\w+\.node\.json)$/;
 /** esbuild marks each bundled module with a `// path` comment: these are the only allowed sources. */
 const BUNDLED_SOURCE = /^\/\/ (nodes\/|credentials\/|shared\/src\/core\/|node_modules\/zod\/)/;
 
-export async function lintPackage(): Promise<{ problems: string[]; summary: string }> {
+/** Lints `packed` (a tarball), or what a plain `npm pack` of the repo makes (its prepack builds). */
+export async function lintPackage(packed?: string): Promise<{ problems: string[]; summary: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'docex-pack-'));
   const problems: string[] = [];
   try {
-    execFileSync(process.execPath, ['scripts/build.ts', 'n8n'], { cwd: repo, stdio: 'ignore' });
-    execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], {
-      cwd: repo,
-      stdio: 'ignore',
-    });
-    const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
+    if (!packed)
+      execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: repo, stdio: 'ignore' });
+    const tarball = packed ?? readdirSync(dir).find((f) => f.endsWith('.tgz'));
     if (!tarball) throw new Error('npm pack made no tarball');
     const root = join(dir, 'package');
-    execFileSync('tar', ['-xzf', join(dir, tarball), '-C', dir]);
+    execFileSync('tar', ['-xzf', packed ?? join(dir, tarball), '-C', dir]);
+    // The bundles require n8n-workflow (a peer): found in the repo's node_modules, above the package.
+    symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'));
 
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
       dependencies?: Record<string, string>;
@@ -217,10 +221,10 @@ export async function lintPackage(): Promise<{ problems: string[]; summary: stri
       /^(nodes|credentials)\/.+\.(js|ts|json)$/.test(rel.replace(/\\/g, '/')),
     );
     problems.push(...(await lint(repo, ['package.json', ...sources], '[sources]')));
-    problems.push(...(await lintGeneratedDescriptions()));
+    problems.push(...(await lintGeneratedDescriptions(root)));
     return {
       problems,
-      summary: `${tarball}: ${files.length} files; linted ${js.length} JavaScript files + package.json of the tarball, ${sources.length} source files + package.json, the generated descriptions of 2 nodes`,
+      summary: `${basename(tarball)}: ${files.length} files; linted ${js.length} JavaScript files + package.json of the tarball, ${sources.length} source files + package.json, the generated descriptions of 2 nodes`,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DocexAuthenticationError, type DocexClient } from '../../shared/src/core/index.ts';
 import { createNodeClient } from '../../shared/src/node/index.ts';
+import packageJson from '../package.json' with { type: 'json' };
 import { apiKeyFrom, baseUrlFrom, ConfigError, loadConfig, type Config } from './config.ts';
 import { startDaemon } from './daemon.ts';
 import { decide } from './lifecycle.ts';
@@ -150,6 +151,10 @@ async function retry(config: Config) {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--version' || command === '-V' || command === 'version') {
+    out(`docex-sync ${packageJson.version}`);
+    return EXIT.ok;
+  }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     out(HELP.main!);
     return command ? EXIT.ok : EXIT.usage;
@@ -280,11 +285,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (
-  import.meta.main ||
-  process.argv[1]?.endsWith('cli.ts') ||
-  process.argv[1]?.endsWith('cli.js') ||
-  process.argv[1]?.endsWith('docex-sync')
-) {
-  main(process.argv.slice(2)).then((code) => process.exit(code));
+/** The installed command (daemon/bin/docex-sync.js, after its Node version check) calls this. */
+export async function run(argv: string[]): Promise<never> {
+  process.exit(await main(argv));
 }
+
+if (import.meta.main || process.argv[1]?.endsWith('cli.ts')) void run(process.argv.slice(2));

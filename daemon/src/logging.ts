@@ -1,7 +1,15 @@
-/** pino: JSON lines, or pretty on a terminal; the Authorization header and the key redacted. */
+/**
+ * pino on stderr (stdout is for a command's results, so `docex-sync rerun ... | jq` works): JSON
+ * lines, or readable lines when stderr is a terminal; colours only on a terminal and never with
+ * NO_COLOR set. The Authorization header and the key are redacted.
+ */
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { REDACT_PATHS } from '../../shared/src/node/index.ts';
+
+/** https://no-color.org: present and not empty turns colours off. */
+export const colorAllowed = (stream: object, env: NodeJS.ProcessEnv = process.env) =>
+  (stream as { isTTY?: boolean }).isTTY === true && !env.NO_COLOR;
 
 export function createLogger(
   level: string,
@@ -12,15 +20,16 @@ export function createLogger(
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     base: { service: 'docex-sync' },
   };
-  if (options.pretty ?? process.stdout.isTTY)
+  if (options.pretty ?? process.stderr.isTTY)
     return pino(
       base,
       pretty({
-        colorize: true,
+        colorize: colorAllowed(options.destination ?? process.stderr),
         translateTime: 'SYS:HH:MM:ss',
         ignore: 'pid,hostname,service',
-        destination: options.destination ?? 1,
+        destination: options.destination ?? 2,
+        sync: true,
       }),
     );
-  return options.destination ? pino(base, options.destination) : pino(base);
+  return pino(base, options.destination ?? pino.destination({ dest: 2, sync: true }));
 }

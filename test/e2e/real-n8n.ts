@@ -1,16 +1,15 @@
 /**
  * A real n8n 2.40.7 (installed once into the user cache by scripts/n8n-install.sh) in a fresh user
- * folder, with the packed n8n-nodes-docex tarball installed the way users install it, and a Docex
- * credential pointing at an emulator started for the test.
+ * folder, with the n8n-nodes-docex tarball of a plain `npm pack` (test/e2e/pack.ts) installed the
+ * way users install it, and a Docex credential pointing at an emulator started for the test.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
-
-const repo = join(import.meta.dirname, '../..');
+import { packAsDocumented, repo } from './pack.ts';
 
 export interface RealN8n {
   home: string;
@@ -40,13 +39,9 @@ export async function prepareN8n(emulatorOptions: EmulatorOptions = {}): Promise
   const home = await mkdtemp(join(tmpdir(), 'docex-n8n-e2e-'));
   const nodesDir = join(home, '.n8n', 'nodes');
   await mkdir(join(nodesDir, 'node_modules'), { recursive: true });
-  execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'n8n'], { cwd: repo, stdio: 'ignore' });
-  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', home], {
-    cwd: repo,
-    stdio: 'ignore',
-  });
-  const tarball = (await readdir(home)).find((f) => f.endsWith('.tgz'))!;
-  execFileSync('tar', ['-xzf', join(home, tarball), '-C', home]);
+  const packed = packAsDocumented(['n8n-nodes-docex']);
+  execFileSync('tar', ['-xzf', packed.tarballs['n8n-nodes-docex']!, '-C', home]);
+  packed.remove();
   await rename(join(home, 'package'), join(nodesDir, 'node_modules', 'n8n-nodes-docex'));
   await writeFile(
     join(nodesDir, 'package.json'),

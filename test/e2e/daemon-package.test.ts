@@ -1,0 +1,167 @@
+/**
+ * docex-sync as an operator gets it (daemon/README.md): a plain `npm pack` in daemon/ of a clean copy
+ * of the repo (test/e2e/pack.ts), `npm install -g` of the tarball into a fresh prefix outside the
+ * repo, so the installed command can only use its own dependencies; then `--version`, `check`,
+ * `run` on a dropped file against the emulator, and a clean stop.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../emulator/index.ts';
+import { createNodeClient } from '../../shared/src/node/index.ts';
+import { until } from '../daemon/helpers.ts';
+import { packAsDocumented, repo, type Packed } from './pack.ts';
+
+const KEY = 'sk-operator-key-0042';
+const manifest = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+  engines: { node: string };
+};
+let packed: Packed;
+let emulator: Emulator;
+let prefix: string;
+let bin: string;
+
+function npm(args: string[], cwd: string) {
+  return spawnSync('npm', [...args, '--no-audit', '--no-fund'], {
+    cwd,
+    env: packed.npmEnv,
+    encoding: 'utf8',
+  });
+}
+
+function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  packed = packAsDocumented(['docex-sync']);
+  emulator = await startEmulator({ port: 0, taskDelayMs: 30, companies: [{ name: 'Ops', apiKey: KEY }] });
+  prefix = join(packed.dir, 'prefix');
+  const installed = npm(
+    ['install', '--global', '--prefix', prefix, '--prefer-offline', packed.tarballs['docex-sync']!],
+    packed.dir,
+  );
+  expect(installed.status, installed.stderr).toBe(0);
+  bin = join(prefix, 'bin', 'docex-sync');
+}, 600_000);
+afterAll(async () => {
+  await emulator?.stop();
+  packed?.remove();
+});
+
+describe('the docex-sync package from a plain npm pack', () => {
+  it('holds every file its bin needs, its README and CHANGELOG, and nothing from the sources', () => {
+    const files = packed.list(packed.tarballs['docex-sync']!).sort();
+    for (const target of Object.values(manifest.bin)) expect(files).toContain(target.replace(/^\.\//, ''));
+    expect(files).toEqual(
+      [
+        'CHANGELOG.md',
+        'README.md',
+        'bin/docex-sync.js',
+        'bin/docex.js',
+        'bin/require-node.js',
+        'dist/cli.js',
+        'dist/docex.js',
+        'package.json',
+      ].sort(),
+    );
+  });
+
+  it('passes npm publish --dry-run without a warning (but the one about not being logged in)', () => {
+    const result = npm(['publish', '--dry-run', packed.tarballs['docex-sync']!], packed.dir);
+    expect(result.status, result.stderr).toBe(0);
+    const warnings = result.stderr.split('\n').filter((l) => /npm warn/i.test(l) && !/logged in/.test(l));
+    expect(warnings).toEqual([]);
+    expect(result.stderr).toContain('docex-sync@');
+  });
+
+  it('answers --version with the package version', () => {
+    expect(execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim()).toBe(
+      `docex-sync ${manifest.version}`,
+    );
+  });
+
+  const oldNode = ['/usr/bin/node', '/usr/local/bin/node'].find(
+    (p) =>
+      existsSync(p) &&
+      Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 22,
+  );
+  it.skipIf(!oldNode)(`refuses an older Node (${oldNode}) with one sentence and exit 2`, () => {
+    const script = join(prefix, 'lib', 'node_modules', 'docex-sync', manifest.bin['docex-sync']!);
+    const result = spawnSync(oldNode!, [script, 'status', '--config', 'x.yaml'], { encoding: 'utf8' });
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(
+      /^docex-sync needs Node\.js 22 or newer, but this is Node\.js 2\d\.[^\n]*\n$/,
+    );
+    expect(manifest.engines.node).toBe('>=22');
+  });
+
+  it('checks its config and processes a dropped file, installed with its own dependencies', async () => {
+    const client = createNodeClient({ baseUrl: emulator.url, apiKey: KEY });
+    const folder = await client.createFolder({ name: 'AP' });
+    const template = await client.createTemplate({ folder_id: folder.id, name: 'Invoice' });
+    await client.createField({
+      template_id: template.id,
+      name: 'Invoice number',
+      type: 'General fields',
+      format: 'invoice_number',
+    });
+    const ops = join(packed.dir, 'ops');
+    await mkdir(join(ops, 'inbox'), { recursive: true });
+    const config = join(ops, 'docex-sync.yaml');
+    await writeFile(
+      config,
+      [
+        'state_db: ./state/sync.db',
+        'poll: { interval_ms: 100, max_interval_ms: 500 }',
+        'watch:',
+        `  - { path: ./inbox, template_id: ${template.id}, output: ./results, processed_dir: ./processed, failed_dir: ./failed, stable_ms: 200 }`,
+        '',
+      ].join('\n'),
+    );
+    const env = { ...process.env, DOCEX_API_KEY: KEY, DOCEX_BASE_URL: emulator.url };
+
+    // Never spawnSync here: the emulator answers from this process.
+    const check = await runToEnd(bin, ['check', '--config', config], env);
+    expect(check.status, check.stderr).toBe(0);
+    expect(check.stdout).toContain('the API key is accepted');
+
+    await writeFile(join(ops, 'inbox', 'scan-001.txt'), 'Invoice number: OPS-1\n');
+    const daemon = spawn(bin, ['run', '--config', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    daemon.stdout.on('data', (d) => (stdout += d));
+    daemon.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => daemon.once('exit', resolve));
+    try {
+      await until(
+        'the file processed',
+        async () =>
+          (await readdir(join(ops, 'processed')).catch((): string[] => [])).includes('scan-001.txt'),
+        60_000,
+      );
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+    expect(await exited, stderr).toBe(0);
+    expect(stdout, 'run logs to stderr; stdout is for results').toBe('');
+    expect(stderr).toContain('stopped');
+    const results = await readdir(join(ops, 'results'));
+    const json = results.find((f) => f.endsWith('.json'))!;
+    const data = JSON.parse(await readFile(join(ops, 'results', json), 'utf8'));
+    expect(JSON.stringify(data.document)).toContain('OPS-1');
+    expect(stderr).not.toContain(KEY);
+  }, 300_000);
+});
