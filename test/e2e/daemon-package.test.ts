@@ -97,14 +97,17 @@ describe('the docex-sync package from a plain npm pack', () => {
       existsSync(p) &&
       Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 22,
   );
-  it.skipIf(!oldNode)(`refuses an older Node (${oldNode}) with one sentence and exit 2`, () => {
-    const script = join(prefix, 'lib', 'node_modules', 'docex-sync', manifest.bin['docex-sync']!);
-    const result = spawnSync(oldNode!, [script, 'status', '--config', 'x.yaml'], { encoding: 'utf8' });
-    expect(result.status).toBe(2);
-    expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(
-      /^docex-sync needs Node\.js 22 or newer, but this is Node\.js 2\d\.[^\n]*\n$/,
-    );
+  it.skipIf(!oldNode)(`both commands refuse an older Node (${oldNode}) with one sentence and exit 2`, () => {
+    for (const [command, target] of Object.entries(manifest.bin)) {
+      const script = join(prefix, 'lib', 'node_modules', 'docex-sync', target);
+      const result = spawnSync(oldNode!, [script, '--help'], { encoding: 'utf8' });
+      expect(result.status, command).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(
+        /^docex(-sync)? needs Node\.js 22 or newer, but this is Node\.js 2\d\.[^\n]*\n$/,
+      );
+      expect(result.stderr.startsWith(`${command} needs`)).toBe(true);
+    }
     expect(manifest.engines.node).toBe('>=22');
   });
 
