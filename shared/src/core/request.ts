@@ -12,6 +12,14 @@ const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(['signal', 'timeoutMs', 'r
 
 const isAbsent = (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0);
 
+const PARAM_NAMES = new WeakMap<OperationSpec, ReadonlySet<string>>();
+/** The operation's parameter names, computed once per operation (this runs for every call). */
+function paramNames(op: OperationSpec): ReadonlySet<string> {
+  let names = PARAM_NAMES.get(op);
+  if (!names) PARAM_NAMES.set(op, (names = new Set(op.params.map((p) => p.name))));
+  return names;
+}
+
 export function buildRequest(
   op: OperationSpec,
   input: Record<string, unknown> | undefined,
@@ -22,7 +30,7 @@ export function buildRequest(
     throw new DocexInputError(op.name, message);
   };
   if (typeof values !== 'object' || Array.isArray(values)) fail('input must be an object');
-  const known = new Set(op.params.map((p) => p.name));
+  const known = paramNames(op);
   for (const key of Object.keys(values)) {
     if (!known.has(key) && values[key] !== undefined) {
       const hint = CALL_OPTION_KEYS.has(key) ? '; call options such as signal go in the second argument' : '';
