@@ -1,12 +1,22 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import nodeCron from 'node-cron';
 import { parse } from 'yaml';
 import { z } from 'zod/v4';
 import { NOTIFY_EVENTS } from './notify.ts';
+import { didYouMean } from './suggest.ts';
 
 const positiveInt = z.number().int().positive();
-const cron = z.string().min(9, 'a cron expression like "*/5 * * * *"');
+/** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
+const cron = z.string().check((ctx) => {
+  if (!nodeCron.validate(ctx.value))
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `"${ctx.value}" is not a valid cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, each in range, e.g. "*/5 * * * *" or "0 2 * * 1-5"`,
+    });
+});
 
 const WatchFolder = z.strictObject({
   path: z.string().min(1),
@@ -133,7 +143,32 @@ export type Config = z.output<typeof ConfigSchema>;
 export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 
-export class ConfigError extends Error {}
+/** A config mistake: the message names the file; `problems` holds one line per problem, each naming its key. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(message: string, problems: string[] = [message]) {
+    super(message);
+    this.problems = problems;
+  }
+}
+
+/** watch[0].template_id */
+const keyName = (path: readonly PropertyKey[]) =>
+  path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+    .join('')
+    .replace(/^\./, '');
+
+/** The keys an object in the config schema accepts at `path` (through defaults, optionals and arrays). */
+function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
+  if (def.innerType) return keysAt(def.innerType, path);
+  if (path.length === 0) return Object.keys(def.shape ?? {});
+  const [head, ...rest] = path;
+  if (def.element && typeof head === 'number') return keysAt(def.element, rest);
+  const next = def.shape?.[String(head)];
+  return next ? keysAt(next, rest) : [];
+}
 
 const isInside = (parent: string, child: string) => {
   const rel = relative(parent, child);
@@ -158,16 +193,15 @@ export function loadConfig(file: string): Config {
   }
   const parsed = ConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
-    const lines = parsed.error.issues.map(
-      (i) =>
-        `  ${
-          i.path
-            .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
-            .join('')
-            .replace(/^\./, '') || '(top level)'
-        }: ${i.message}`,
-    );
-    throw new ConfigError(`${file}: invalid config\n${lines.join('\n')}`);
+    const problems = parsed.error.issues.flatMap((issue) => {
+      if (issue.code !== 'unrecognized_keys')
+        return [`${keyName(issue.path) || '(top level)'}: ${issue.message}`];
+      const known = keysAt(ConfigSchema, issue.path);
+      return issue.keys.map(
+        (key) => `${keyName([...issue.path, key])}: not a known key${didYouMean(key, known)}`,
+      );
+    });
+    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
   }
   const config = parsed.data;
   const base = dirname(resolve(file));
@@ -211,7 +245,7 @@ export function loadConfig(file: string): Config {
     }
   });
   if (problems.length)
-    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
   return config;
 }
 

@@ -49,7 +49,8 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   pipeline.recover();
   let temps = 0;
   for (const w of config.watch) {
-    for (const dir of [w.path, w.output, w.failed_dir, w.processed_dir])
+    // Never the watched folder itself: a missing one is a share not mounted, not something to create.
+    for (const dir of [w.output, w.failed_dir, w.processed_dir])
       if (dir) await mkdir(dir, { recursive: true });
     for (const dir of [w.output, w.failed_dir]) temps += await removeStaleTemps(dir);
   }

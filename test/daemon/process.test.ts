@@ -123,7 +123,7 @@ describe('docex-sync as a process', () => {
     expect(await status.exited).toBe(0);
     const report = JSON.parse(status.output());
     expect(report.files).toMatchObject({ archived: 1, failed: 1 });
-    expect(report.last_errors[0].reason).toContain('Empty file');
+    expect(report.failed.files[0].reason).toContain('Empty file');
 
     const check = runCli(['check', '--config', world.configFile]);
     expect(await check.exited).toBe(0);
@@ -135,7 +135,7 @@ describe('docex-sync as a process', () => {
     expect(noKey.output()).toContain('DOCEX_API_KEY');
     const usage = runCli(['frobnicate']);
     expect(await usage.exited).toBe(2);
-  });
+  }, 60_000);
 
   it('every command has --help; pull works one-off with the key from a key file and the URL from DOCEX_BASE_URL', async () => {
     world = await makeWorld();
@@ -146,7 +146,9 @@ describe('docex-sync as a process', () => {
     }
     const notConfigured = runCli(['pull', '--config', world.configFile]);
     expect(await notConfigured.exited).toBe(2);
-    expect(notConfigured.output()).toContain('docex-sync pull: no "pull" section in the config');
+    expect(notConfigured.output()).toContain(
+      `docex-sync pull: ${world.configFile}: no "pull" section in the config`,
+    );
 
     const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
     const { tasks } = await client.uploadAndWait(
@@ -186,7 +188,7 @@ describe('docex-sync as a process', () => {
     expect(await unreachable.exited).toBe(4);
     expect(unreachable.output()).toMatch(/docex-sync check: .*check_api_key/);
     expect(unreachable.output()).not.toContain('    at ');
-  });
+  }, 60_000);
 
   it('retry puts failed files back into the watched folder', async () => {
     world = await makeWorld();
@@ -198,7 +200,7 @@ describe('docex-sync as a process', () => {
     await until('moved', async () =>
       (await readdir(join(world.dir, 'failed'))).includes('later.txt.error.json'),
     );
-    const retry = runCli(['retry', '--config', world.configFile]);
+    const retry = runCli(['retry', '--config', world.configFile, '--all']);
     expect(await retry.exited).toBe(0);
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['later.txt']);
     expect(await readdir(join(world.dir, 'failed'))).toEqual([]);
@@ -305,7 +307,7 @@ describe('a bulk rerun from the command line', () => {
 
     const dry = runCli([...args, '--dry-run']);
     expect(await dry.exited).toBe(0);
-    expect(dry.output()).toContain(`Dry run: ${total} document(s) would be rerun.`);
+    expect(dry.output()).toContain(`Dry run: ${total} document(s) match the filters; nothing was sent.`);
     expect(world.emulator.stats().requestsByOperation.rerun_documents).toBeUndefined();
 
     const real = runCli([...args, '--override']);
