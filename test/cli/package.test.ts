@@ -3,8 +3,8 @@
  * builds), the tarball unpacked, and its `bin` entry run through a symlink named docex, the way npm
  * installs it. The tarball's npm dependencies come from this repo's node_modules.
  *
- * `--workspaces=false`: inside a workspace folder, npm 11 packs without running prepack, and a fresh
- * clone's tarball then holds nothing but package.json (docs/cli.md, Install).
+ * A plain `npm pack`: the repo's .npmrc lets the package's prepack run (README, "Packing and
+ * publishing"); test/e2e/daemon-package.test.ts installs the same tarball with npm.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -23,7 +23,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'docex-pack-'));
   execFileSync('git', ['clone', '--quiet', '--no-hardlinks', repo, join(dir, 'clone')]);
   await symlink(join(repo, 'node_modules'), join(dir, 'clone', 'node_modules'));
-  const packed = execFileSync('npm', ['pack', '--workspaces=false', '--json', '--pack-destination', dir], {
+  const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
     cwd: join(dir, 'clone', 'daemon'),
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -59,10 +59,12 @@ const run = (args: string[]) =>
 describe('the packed docex binary', { timeout: 60_000 }, () => {
   it('is in the tarball as an executable bin next to docex-sync', async () => {
     const manifest = JSON.parse(await readFile(join(dir, 'installed', 'package', 'package.json'), 'utf8'));
-    expect(manifest.bin).toEqual({ 'docex-sync': 'dist/cli.js', docex: 'dist/docex.js' });
-    const file = join(dir, 'installed', 'package', 'dist', 'docex.js');
+    // Each bin is a launcher that checks the Node version, then loads its bundle from dist/.
+    expect(manifest.bin).toEqual({ 'docex-sync': 'bin/docex-sync.js', docex: 'bin/docex.js' });
+    const file = join(dir, 'installed', 'package', 'bin', 'docex.js');
     expect((await readFile(file, 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
     expect((await stat(file)).mode & 0o111).not.toBe(0);
+    await stat(join(dir, 'installed', 'package', 'dist', 'docex.js'));
   });
 
   it('runs through a symlink named docex: help, an operation, and templates export', async () => {
