@@ -257,7 +257,7 @@ export async function main(argv: string[]): Promise<number> {
         );
         if (values['dry-run']) {
           out(
-            `Dry run: ${r.documents} document(s) match the filters; nothing was sent. The service decides which of them it reruns${values.override ? ' (with --override, also documents it would otherwise skip)' : '; without --override it skips documents it does not consider eligible'}, so the real run may rerun fewer.`,
+            `Dry run: ${r.documents} document(s) match the filters; nothing was sent. The service decides which of them it reruns${values.override ? ' (with --override, also documents it would otherwise skip)' : ': without --override, only documents whose fields, instructions or template changed since their last extraction'}, so the real run may rerun fewer.`,
           );
           return EXIT.ok;
         }
@@ -270,7 +270,7 @@ export async function main(argv: string[]): Promise<number> {
         );
         if (r.rerun === 0 && r.not_rerun > 0 && !values.override)
           process.stderr.write(
-            `docex-sync rerun: the service reran none of the ${r.not_rerun} document(s) (not eligible, e.g. already rerun or in progress); add --override to rerun them anyway.\n`,
+            `docex-sync rerun: the service reran none of the ${r.not_rerun} document(s): it reruns a document only when a field, an instruction or the template changed since its last extraction; add --override to rerun them anyway.\n`,
           );
         return r.status === 'failed' ? EXIT.failure : EXIT.ok;
       } finally {
