@@ -224,7 +224,8 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'check') {
       const baseUrl = baseUrlFrom(config, process.env);
       const report = await checkConfig(config, clientFor(config), baseUrl);
-      for (const problem of report.problems) process.stderr.write(`${configFile}: ${problem}\n`);
+      for (const problem of report.problems)
+        process.stderr.write(`docex-sync check: ${configFile}: ${problem}\n`);
       if (report.exitCode === 0)
         out(
           `${configFile}: the config is valid, its folders are usable, the API key is accepted by ${baseUrl}, and every template and folder it names exists.`,

@@ -10,6 +10,7 @@ import { recordPull, startHttp } from './http.ts';
 import { createMetrics } from './metrics.ts';
 import { createNotifier, type Notifier } from './notify.ts';
 import { Pipeline } from './pipeline.ts';
+import { startSummaries } from './progress.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
 import { ResultWriter } from './results.ts';
@@ -92,6 +93,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   }
   let keyRefused = false;
   pipeline.once('run-refused', () => (keyRefused = true));
+  const summaries = startSummaries(pipeline, db, log);
   const http = config.http
     ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake(), keyRefused: () => keyRefused })
     : undefined;
@@ -114,6 +116,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
       await pipeline.stop();
+      summaries.stop();
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       await notify?.close();
       db.close();

@@ -226,7 +226,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const { db, log } = this.deps;
     if (!this.isNew(watch, file, db.current(file.path))) return;
     const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
-    log.info({ file: file.path, id: created.id }, 'discovered');
+    log.debug({ file: file.path, id: created.id }, 'discovered');
     this.deps.metrics?.discovered.inc();
     this.wake();
   }
@@ -442,7 +442,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         log.warn({ folder: row.watch }, 'watch resumed: the service accepted an upload again');
         this.emit('watch-resumed', row.watch);
       }
-      log.info({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
+      log.debug({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
     } catch (error) {
       metrics?.apiErrors.inc({ operation: 'upload_file' });
       this.probing.delete(row.watch);
@@ -509,7 +509,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return void blocked;
     }
     const done = this.apply(current, { kind: 'results-written' }).row;
-    this.deps.log.info({ file: row.path, documentId, outcome }, 'results written');
+    this.deps.log.debug({ file: row.path, documentId, outcome }, 'results written');
     this.emit('result-written', done, files);
     await this.archive(done);
   }

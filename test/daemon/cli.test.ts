@@ -91,8 +91,8 @@ describe('check proves the config', () => {
     expect(r.code).toBe(2);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toEqual([
-      `${world.configFile}: watch[1].path: ${join(world.dir, 'share')} does not exist (not mounted?); docex-sync never creates a watched folder`,
-      `${world.configFile}: watch[1].folder_id: folder 987654 does not exist for this API key`,
+      `docex-sync check: ${world.configFile}: watch[1].path: ${join(world.dir, 'share')} does not exist (not mounted?); docex-sync never creates a watched folder`,
+      `docex-sync check: ${world.configFile}: watch[1].folder_id: folder 987654 does not exist for this API key`,
     ]);
     expect(r.stdout).toBe('');
     expect(existsSync(join(world.dir, 'share'))).toBe(false);
