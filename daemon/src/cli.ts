@@ -251,6 +251,7 @@ export async function main(argv: string[]): Promise<number> {
       const client = clientFor(config, log);
       const db = new StateDb(config.state_db);
       const notify = createNotifier(config, log);
+      log.info({ ...filters }, 'rerun: gathering the ids of the matching documents (fetch_documents)');
       try {
         const r = await runRerun(
           { db, client, log, config, notify },
