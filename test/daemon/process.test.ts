@@ -321,7 +321,7 @@ describe('a bulk rerun from the command line', () => {
       .map((line) => JSON.parse(line) as { chunk: string; rerun_count: number });
     expect(progress.map((p) => p.chunk).sort()).toEqual(['1/3', '2/3', '3/3']);
     expect(progress.map((p) => p.rerun_count).sort()).toEqual([1, 500, 500]);
-  });
+  }, 60_000);
 });
 
 describe('config', () => {
