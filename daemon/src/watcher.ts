@@ -1,11 +1,11 @@
 /**
- * Finds files: chokidar events (native, or polling for network shares), a scan at start-up and a
- * periodic rescan for missed events. A scan walks the tree once, stats what it finds and hands the
- * whole list to the pipeline, which compares it with the DB in one read and records the new files
- * in one transaction; the log gets one summary line per scan.
+ * Finds files: chokidar events (native, or polling for network shares), chokidar's first walk as the
+ * start-up scan, and a periodic rescan for missed events. A scan walks the tree once, stats what it
+ * finds and hands the whole list to the pipeline, which compares it with the DB in one read and
+ * records the new files in one transaction; the log gets one summary line per scan.
  */
 import chokidar, { type FSWatcher } from 'chokidar';
-import type { Dirent } from 'node:fs';
+import type { Dirent, Stats } from 'node:fs';
 import { lstat, readdir, rename } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Logger } from 'pino';
@@ -37,10 +37,18 @@ export class FolderWatcher {
     this.log = log;
   }
 
-  /** Watching starts before the start-up scan, so nothing created meanwhile falls between the two. */
+  /**
+   * The start-up scan is chokidar's own first walk (one walk of the tree, not two): the files it
+   * reports before "ready" are recorded in one go, then every event is a candidate of its own.
+   * Names that are not valid UTF-8 are left to the rescans, which read raw names.
+   */
   async start() {
+    const started = performance.now();
+    const initial: Array<Candidate | Promise<Candidate | undefined>> = [];
+    let ready = false;
     this.watcher = chokidar.watch(this.watch.path, {
-      ignoreInitial: true,
+      ignoreInitial: false,
+      alwaysStat: true,
       usePolling: this.watch.polling,
       interval: this.watch.polling_interval_ms,
       binaryInterval: this.watch.polling_interval_ms,
@@ -48,18 +56,32 @@ export class FolderWatcher {
       followSymlinks: false,
       ignored: (path) => path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path)),
     });
-    const seen = (path: string) => void this.check(path);
     this.watcher
-      .on('add', seen)
-      .on('change', seen)
+      .on('add', (path, stats) => {
+        if (ready) return void this.check(path);
+        // chokidar lstats (followSymlinks: false): anything but a regular file gets a look of its own.
+        initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
+      })
+      .on('change', (path) => void this.check(path))
       .on('error', (error) =>
         this.log.warn(
           { err: error, folder: this.watch.path },
           'watcher error; the periodic rescan still runs',
         ),
       );
-    const ready = new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    await Promise.all([ready, this.scan('start-up')]);
+    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    ready = true;
+    const found = (await Promise.all(initial)).filter((c) => c !== undefined);
+    const fresh = this.sink.ingest(this.watch, found);
+    this.log.info(
+      {
+        folder: this.watch.path,
+        files: found.length,
+        new: fresh,
+        ms: Math.round(performance.now() - started),
+      },
+      'start-up scan',
+    );
     this.timer = setInterval(() => void this.scan('rescan'), this.watch.rescan_interval_ms);
   }
 
@@ -69,8 +91,8 @@ export class FolderWatcher {
     await this.scanning;
   }
 
-  /** Every file present now: at start-up this picks up what arrived while the daemon was down. */
-  scan(why: 'start-up' | 'rescan' = 'rescan'): Promise<void> {
+  /** Every file present now (the periodic rescan): what the watcher missed, and names that are not UTF-8. */
+  scan(why: 'rescan' = 'rescan'): Promise<void> {
     this.scanning ??= this.walkAll(why).finally(() => (this.scanning = undefined));
     return this.scanning;
   }
@@ -103,14 +125,14 @@ export class FolderWatcher {
     };
     await walk(this.watch.path);
     const fresh = this.sink.ingest(this.watch, found);
-    this.log[why === 'start-up' || fresh > 0 ? 'info' : 'debug'](
+    this.log[fresh > 0 ? 'info' : 'debug'](
       {
         folder: this.watch.path,
         files: found.length,
         new: fresh,
         ms: Math.round(performance.now() - started),
       },
-      `${why} scan`,
+      why,
     );
   }
 
@@ -169,6 +191,10 @@ export class FolderWatcher {
       }
       return undefined;
     }
+    return this.candidateOf(path, info);
+  }
+
+  private candidateOf(path: string, info: Stats): Candidate {
     const rel = relative(this.watch.path, path).normalize('NFC');
     return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
   }
