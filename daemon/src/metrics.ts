@@ -2,9 +2,15 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { StateDb } from './state.ts';
 
-export function createMetrics(db: StateDb) {
+/**
+ * `processMetrics`: Node's process metrics too, only worth having when /metrics is served. Their
+ * event-loop monitor samples on a timer, so it runs once a second, not prom-client's 100 times:
+ * an idle daemon stays idle.
+ */
+export function createMetrics(db: StateDb, options: { processMetrics?: boolean } = {}) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'docex_sync_' });
+  if (options.processMetrics ?? true)
+    collectDefaultMetrics({ register: registry, prefix: 'docex_sync_', eventLoopMonitoringPrecision: 1000 });
   new Gauge({
     name: 'docex_sync_files',
     help: 'Files in the state DB, by state',
