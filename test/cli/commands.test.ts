@@ -195,6 +195,13 @@ profiles:
       'Only at Globex',
     );
 
+    // DOCEX_API_KEY wins over the profile's key file, as in docex-sync, and docex says so.
+    const both = await world.run(['folders', 'list', '--config', config, '--profile', 'globex']);
+    expect(both.stderr).toBe('docex: DOCEX_API_KEY is set and wins over profiles.globex.api_key_file\n');
+    expect(JSON.parse(both.stdout).folders.map((f: { name: string }) => f.name)).not.toContain(
+      'Only at Globex',
+    );
+
     const unknown = await world.run(['folders', 'list', '--config', config, '--profile', 'prod'], {
       key: null,
     });
