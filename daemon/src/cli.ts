@@ -17,6 +17,7 @@ import { startDaemon } from './daemon.ts';
 import { EXIT, exitCodeFor } from './exit.ts';
 import { createLogger } from './logging.ts';
 import { createNotifier } from './notify.ts';
+import { progressBar } from './progressbar.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
 import { StateDb } from './state.ts';
@@ -252,9 +253,10 @@ export async function main(argv: string[]): Promise<number> {
       const db = new StateDb(config.state_db);
       const notify = createNotifier(config, log);
       log.info({ ...filters }, 'rerun: gathering the ids of the matching documents (fetch_documents)');
+      const bar = progressBar(process.stderr, 'rerun chunks');
       try {
         const r = await runRerun(
-          { db, client, log, config, notify },
+          { db, client, log, config, notify, progress: bar.update },
           { name: 'cli', ...filters, override: values.override, dry_run: values['dry-run'] },
         );
         if (values['dry-run']) {
@@ -276,6 +278,7 @@ export async function main(argv: string[]): Promise<number> {
           );
         return r.status === 'failed' ? EXIT.failure : EXIT.ok;
       } finally {
+        bar.finish();
         await notify?.close();
         db.close();
       }

@@ -53,6 +53,8 @@ export interface RerunDeps {
   refresh?: Partial<RefreshOptions>;
   notify?: Notifier;
   signal?: AbortSignal;
+  /** Told after each chunk: chunks sent so far and in all (the CLI's progress bar on a terminal). */
+  progress?: (done: number, total: number) => void;
 }
 
 export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule'>): Promise<RerunOutcome> {
@@ -85,7 +87,8 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
     }
     const result = await client.rerunAll(ids, {
       override_extraction: job.override,
-      onChunk: ({ index, chunks, result: r, error }) =>
+      onChunk: ({ index, chunks, result: r, error }) => {
+        deps.progress?.(index + 1, chunks);
         log.info(
           {
             rerun: job.name,
@@ -95,7 +98,8 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
             error: error?.message,
           },
           'rerun progress',
-        ),
+        );
+      },
     });
     rerunIds = result.rerun_doc_ids;
     const errors = [

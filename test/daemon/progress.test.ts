@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from 'pino';
 import type { Pipeline } from '../../daemon/src/pipeline.ts';
 import { startSummaries, summarize } from '../../daemon/src/progress.ts';
+import { progressBar, renderBar } from '../../daemon/src/progressbar.ts';
 import type { StateDb } from '../../daemon/src/state.ts';
 
 afterEach(() => vi.useRealTimers());
@@ -41,5 +42,37 @@ describe("run's one-line summary", () => {
     expect(lines).toHaveLength(2);
     expect(vi.getTimerCount()).toBe(0);
     summaries.stop();
+  });
+});
+
+describe('the progress bar of long commands', () => {
+  it('draws in place on a terminal, with an ETA; nothing on a pipe', () => {
+    expect(renderBar('rerun chunks', 1, 4, 2000)).toBe(
+      'rerun chunks [######------------------] 1/4 25% ETA 6s',
+    );
+    expect(renderBar('rerun chunks', 4, 4, 2000)).toBe('rerun chunks [########################] 4/4 100%');
+    let written = '';
+    const tty = {
+      isTTY: true,
+      write: (s: string) => ((written += s), true),
+    } as unknown as NodeJS.WritableStream;
+    let t = 0;
+    const bar = progressBar(tty, 'x', () => t);
+    t = 1000;
+    bar.update(1, 2);
+    bar.update(2, 2);
+    bar.finish();
+    expect(written).toBe(
+      '\r\x1b[2Kx [############------------] 1/2 50% ETA 1s\r\x1b[2Kx [########################] 2/2 100%\n',
+    );
+    const pipe = {
+      isTTY: false,
+      write: () => {
+        throw new Error('drawn on a pipe');
+      },
+    } as unknown as NodeJS.WritableStream;
+    const quiet = progressBar(pipe, 'x');
+    quiet.update(1, 2);
+    quiet.finish();
   });
 });
