@@ -48,7 +48,7 @@ async function writableFolder(key: string, path: string): Promise<string | undef
       await access(probe, constants.W_OK | constants.X_OK);
       return undefined;
     } catch (error) {
-      if (errorCode(error) !== 'ENOENT')
+      if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTDIR')
         return `${key}: ${probe === path ? `${path} is not writable` : `${path} cannot be created in ${probe}`} (${errorCode(error)})`;
       if (dirname(probe) === probe) return `${key}: ${path} cannot be created`;
       probe = dirname(probe);

@@ -103,6 +103,19 @@ describe('check proves the config', () => {
     expect(existsSync(join(world.dir, 'share'))).toBe(false);
   }, 60_000);
 
+  it('a folder it writes to must be a folder it can write to, or one it can create', async () => {
+    world = await makeWorld();
+    await writeFile(join(world.dir, 'results'), 'a file where the output folder should be');
+    const text = await readFile(world.configFile, 'utf8');
+    await writeFile(world.configFile, text.replace('failed_dir: ./failed', 'failed_dir: ./results/failed'));
+    const r = await finished(['check', '--config', world.configFile]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      `docex-sync check: ${world.configFile}: watch[0].output: ${join(world.dir, 'results')} is not a folder`,
+      `docex-sync check: ${world.configFile}: watch[0].failed_dir: ${join(world.dir, 'results', 'failed')} cannot be created: ${join(world.dir, 'results')} is not a folder`,
+    ]);
+  }, 60_000);
+
   it('exit 0 with one line on stdout when all is well; 3 when the key is refused', async () => {
     world = await makeWorld();
     const ok = await finished(['check', '--config', world.configFile]);
@@ -228,6 +241,9 @@ describe('SIGHUP', () => {
     world = await makeWorld();
     const daemon = runCli(['run', '--config', world.configFile]);
     await until('running', () => daemon.stderr().includes('docex-sync running'), 30_000);
+    const live = await finished(['status', '--config', world.configFile, '--json']);
+    expect(live.code, live.stderr).toBe(0);
+    expect(JSON.parse(live.stdout).state_db.exists).toBe(true);
     const good = await readFile(world.configFile, 'utf8');
     await writeFile(world.configFile, `${good}bogus_key: 1\n`);
     daemon.child.kill('SIGHUP');
