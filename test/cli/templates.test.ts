@@ -213,7 +213,7 @@ templates:
     const missing = await world.run(['templates', 'export', '--folder', 'Nope']);
     expect(missing).toMatchObject({
       code: 2,
-      stderr: 'docex: docex templates export: no folder named "Nope"\n',
+      stderr: 'docex templates export: no folder named "Nope"\n',
     });
   });
 });

@@ -361,7 +361,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
           .join(', ')}${first === 'templates' ? ', export, plan, apply' : ''})`,
       );
     }
-    throw new UsageError(`docex: unknown command "${first}" (see docex --help)`);
+    throw new UsageError(`unknown command "${first}" (see docex --help)`);
   }
   const { command, used } = found;
   const extras = extrasFor(command);
@@ -392,7 +392,8 @@ export async function main(
     return await dispatch(argv, io);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`docex: ${message}\n`);
+    // Usage errors already start with the command ("docex rerun: ..."); others get the program's name.
+    io.stderr.write(message.startsWith('docex ') ? `${message}\n` : `docex: ${message}\n`);
     if (io.env.DOCEX_DEBUG && error instanceof Error) io.stderr.write(`${error.stack}\n`);
     if (error instanceof UsageError || error instanceof DocexInputError || error instanceof ConfigError)
       return EXIT.usage;
