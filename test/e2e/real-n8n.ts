@@ -31,7 +31,11 @@ export const tail = (r: { stdout: string; stderr: string }) =>
 
 export const CREDENTIAL = { docexApi: { id: 'docexcred0000001', name: 'Docex' } };
 
-export async function prepareN8n(emulatorOptions: EmulatorOptions = {}): Promise<RealN8n> {
+/** `env`: more environment for every n8n command (a database, queue mode, an encryption key). */
+export async function prepareN8n(
+  emulatorOptions: EmulatorOptions = {},
+  { env: extraEnv = {} }: { env?: NodeJS.ProcessEnv } = {},
+): Promise<RealN8n> {
   const bin = execFileSync('bash', [join(repo, 'scripts/n8n-install.sh')], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -63,6 +67,7 @@ export async function prepareN8n(emulatorOptions: EmulatorOptions = {}): Promise
     N8N_RUNNERS_ENABLED: 'false',
     N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
     N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+    ...extraEnv,
   };
   const run = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {

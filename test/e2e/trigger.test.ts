@@ -6,27 +6,18 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '../../shared/src/node/index.ts';
-import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
+import { triggerWorkflow } from './workflows.ts';
+import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
+import { freePort } from './services.ts';
 
 let n8n: RealN8n;
 let server: ChildProcess | undefined;
 let output = '';
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 
 interface Execution {
   id: number;
@@ -130,44 +121,26 @@ describe('the trigger in a running n8n', () => {
 
     const workflowId = 'wftrigger000001';
     const triggerName = 'Docex Trigger';
-    await n8n.importWorkflow({
-      id: workflowId,
-      name: 'trigger e2e',
-      active: false,
-      nodes: [
-        {
-          parameters: {
-            pollTimes: { item: [{ mode: 'everyMinute' }] },
-            event: 'newOrChangedDocument',
-            templateId: { __rl: true, mode: 'id', value: String(template.id) },
-            simplify: false,
-            startTime: new Date(Date.now() - 3_600_000).toISOString(),
-          },
-          id: 'trigger',
-          name: triggerName,
-          type: 'n8n-nodes-docex.docexTrigger',
-          typeVersion: 1,
-          position: [0, 0],
-          credentials: CREDENTIAL,
-        },
-        {
-          parameters: {},
-          id: 'noop',
-          name: 'Done',
-          type: 'n8n-nodes-base.noOp',
-          typeVersion: 1,
-          position: [200, 0],
-        },
-      ],
-      connections: { [triggerName]: { main: [[{ node: 'Done', type: 'main', index: 0 }]] } },
-      settings: {},
-    });
+    await n8n.importWorkflow(
+      triggerWorkflow(workflowId, triggerName, {
+        event: 'newOrChangedDocument',
+        templateId: { __rl: true, mode: 'id', value: String(template.id) },
+        simplify: false,
+        startTime: new Date(Date.now() - 3_600_000).toISOString(),
+      }),
+    );
     const published = await n8n.run(['publish:workflow', `--id=${workflowId}`]);
     expect(published.code, tail(published)).toBe(0);
 
     const port = await freePort();
     server = spawn(n8n.bin, ['start'], {
-      env: { ...n8n.env, N8N_PORT: String(port), N8N_LISTEN_ADDRESS: '127.0.0.1' },
+      env: {
+        ...n8n.env,
+        N8N_PORT: String(port),
+        N8N_LISTEN_ADDRESS: '127.0.0.1',
+        // n8n's task broker for Code nodes listens on 5679 by default: another n8n may have it.
+        N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     server.stdout!.on('data', (d) => (output += d));

@@ -1,0 +1,181 @@
+/**
+ * Services an end-to-end test starts for itself on free loopback ports and stops after: Redis and
+ * PostgreSQL from Debian's packages (installed by the set-up when missing, like
+ * scripts/n8n-install.sh installs n8n), and long-running n8n processes.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+
+/** Polls `probe` every 250 ms until it gives a value; `alive` names a process whose exit ends the wait. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs: number,
+  context: () => string = () => '',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${context()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Installs a Debian package when `present()` says it is missing; fails with a clear message. */
+function ensureDebianPackage(pkg: string, present: () => boolean): void {
+  if (present()) return;
+  process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], {
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+    });
+  let result = install();
+  if (result.status !== 0) {
+    spawnSync('apt-get', ['update'], { stdio: 'ignore' });
+    result = install();
+  }
+  if (result.status !== 0 || !present())
+    throw new Error(
+      `docex e2e: could not install ${pkg} with apt-get (run "apt-get install -y ${pkg}" as root):\n${result.stderr}`,
+    );
+}
+
+const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
+
+/** A process started by a test, with its output kept for failure messages. */
+export interface Service {
+  readonly process: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export function startProcess(command: string, args: string[], env?: NodeJS.ProcessEnv): Service {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  return {
+    process: child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export async function startRedis(): Promise<Service & { port: number }> {
+  ensureDebianPackage('redis-server', () => onPath('redis-server'));
+  const port = await freePort();
+  const redis = startProcess('redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
+  await until(
+    'Redis to accept connections',
+    () => (/Ready to accept connections/.test(redis.output()) ? true : undefined),
+    30_000,
+    redis.output,
+  );
+  return { ...redis, port };
+}
+
+/** The newest PostgreSQL server's bin folder of Debian's layout (/usr/lib/postgresql/<major>/bin). */
+function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const majors = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'postgres')));
+  const newest = majors.sort((a, b) => Number(b) - Number(a))[0];
+  return newest ? join(root, newest, 'bin') : undefined;
+}
+
+/**
+ * A throw-away PostgreSQL cluster on a free port, trust authentication for user `postgres`, with a
+ * database `database`. PostgreSQL refuses to run as root: it runs as the `postgres` user the Debian
+ * package creates.
+ */
+export async function startPostgres(database: string): Promise<Service & { port: number }> {
+  ensureDebianPackage('postgresql', () => postgresBin() !== undefined);
+  const bin = postgresBin()!;
+  const dir = await mkdtemp(join(tmpdir(), 'docex-pg-'));
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  await chown(dir, uid, gid);
+  const asPostgres = (command: string, args: string[]) =>
+    execFileSync('runuser', ['-u', 'postgres', '--', join(bin, command), ...args], { stdio: 'pipe' });
+  asPostgres('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync']);
+  const port = await freePort();
+  const server = startProcess('runuser', [
+    '-u',
+    'postgres',
+    '--',
+    join(bin, 'postgres'),
+    '-D',
+    join(dir, 'data'),
+    '-p',
+    String(port),
+    '-h',
+    '127.0.0.1',
+    '-k',
+    dir,
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+  ]);
+  await until(
+    'PostgreSQL to accept connections',
+    () =>
+      spawnSync(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port)]).status === 0
+        ? true
+        : undefined,
+    60_000,
+    server.output,
+  );
+  asPostgres('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', database]);
+  return {
+    ...server,
+    port,
+    async stop() {
+      // A fast shutdown through pg_ctl: runuser does not pass its own SIGTERM on.
+      spawnSync(
+        'runuser',
+        ['-u', 'postgres', '--', join(bin, 'pg_ctl'), 'stop', '-D', join(dir, 'data'), '-m', 'fast'],
+        {
+          stdio: 'ignore',
+        },
+      );
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
