@@ -117,7 +117,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       for (const w of watchers) await w.stop();
       await pipeline.stop();
       summaries.stop();
-      await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
+      if (http) await closeServer(http);
       await notify?.close();
       db.close();
       log.info('stopped');
@@ -148,4 +148,13 @@ function notifyFrom(pipeline: Pipeline, notify: Notifier, results = false) {
         results: files,
       }),
     );
+}
+
+/** An open status page keeps a keep-alive connection: idle ones go at once, busy ones get a second. */
+async function closeServer(server: Server) {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), 1000);
+  await closed;
+  clearTimeout(timer);
 }
