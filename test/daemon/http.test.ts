@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../daemon/src/config.ts';
 import type { RunningDaemon } from '../../daemon/src/daemon.ts';
-import type { StatusSnapshot } from '../../daemon/src/http.ts';
+import { recordPull, statusSnapshot, type StatusSnapshot } from '../../daemon/src/http.ts';
+import { StateDb } from '../../daemon/src/state.ts';
 import { renderMain } from '../../daemon/src/page.ts';
 import { invoice, makeWorld, until, type World } from './helpers.ts';
 
@@ -220,6 +221,27 @@ describe('the status page and its API', () => {
     );
     await writeFile(world.configFile, `${base}http: { port: 0, host: 0.0.0.0, allow_remote: true }\n`);
     expect(() => loadConfig(world!.configFile)).toThrow(/http\.token_file: required when http\.allow_remote/);
+  });
+
+  it('the last pulls are kept, newest first, and shown with their counts', () => {
+    const db = new StateDb(':memory:');
+    try {
+      for (let i = 1; i <= 12; i++)
+        recordPull(db, { at: new Date(Date.UTC(2026, 0, i)).toISOString(), status: 'done', documents: i });
+      recordPull(db, { at: '2026-02-01T00:00:00.000Z', status: 'failed', documents: 0, error: 'HTTP 503' });
+      const config = loadConfig(join(import.meta.dirname, '../../examples/docex-sync.yaml'));
+      const snapshot = statusSnapshot({ db, config });
+      expect(snapshot.pulls.map((p) => [p.status, p.documents])).toEqual([
+        ['failed', 0],
+        ['done', 12],
+        ['done', 11],
+        ['done', 10],
+        ['done', 9],
+      ]);
+      expect(renderMain(snapshot)).toContain('failed: HTTP 503');
+    } finally {
+      db.close();
+    }
   });
 
   it('every text on the page is escaped', () => {

@@ -173,6 +173,7 @@ fetch(${JSON.stringify(target)}, { method: 'POST', headers: { 'content-type': 'a
       expect(daemon.db.inState('failed')).toHaveLength(1);
       expect(daemon.db.inState('failed')[0]!.finalized).toBe(1);
     } finally {
+      evil.closeAllConnections(); // the browser keeps its connection alive
       await new Promise<void>((resolve) => evil.close(() => resolve()));
     }
     const api = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as {
