@@ -8,6 +8,9 @@ import type { RunningDaemon } from '../../daemon/src/daemon.ts';
 import { recordPull, statusSnapshot, type StatusSnapshot } from '../../daemon/src/http.ts';
 import { StateDb } from '../../daemon/src/state.ts';
 import { renderMain } from '../../daemon/src/page.ts';
+import { startDaemon } from '../../daemon/src/daemon.ts';
+import { createLogger } from '../../daemon/src/logging.ts';
+import { createNodeClient } from '../../shared/src/node/index.ts';
 import { invoice, makeWorld, until, type World } from './helpers.ts';
 
 let world: World | undefined;
@@ -319,6 +322,34 @@ describe('/healthz that means it', () => {
     const up = await call(port, '/healthz');
     expect(up.status).toBe(200);
     expect(up.json()).toMatchObject({ status: 'ok', files: { archived: 1 } });
+  });
+
+  it('503 at once when the service refuses the API key', async () => {
+    world = await makeWorld({ extraYaml: 'http: { port: 0 }' });
+    const refused = createNodeClient({
+      baseUrl: world.emulator.url,
+      apiKey: 'not-the-key',
+      retry: { maxRetries: 0 },
+    });
+    const log = createLogger('fatal', {
+      pretty: false,
+      destination: { write: () => true } as unknown as NodeJS.WritableStream,
+    });
+    const daemon = await startDaemon(world.config(), refused, log);
+    try {
+      await writeFile(join(world.dir, 'inbox', 'k.txt'), invoice('K-1'));
+      await daemon.failure;
+      const answer = await call(portOf(daemon), '/healthz');
+      expect(answer.status).toBe(503);
+      expect(answer.json()).toMatchObject({
+        status: 'unhealthy',
+        reasons: ['the service refused the API key'],
+      });
+      const status = (await call(portOf(daemon), '/api/status')).json() as StatusSnapshot;
+      expect(status.service.key_refused).toBe(true);
+    } finally {
+      await daemon.stop();
+    }
   });
 
   it('503 while a watch is paused, with the watch and why', async () => {
