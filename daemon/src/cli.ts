@@ -287,12 +287,14 @@ export async function main(argv: string[]): Promise<number> {
     const client = clientFor(config, log);
     if (command === 'pull') {
       const db = new StateDb(config.state_db);
+      const bar = progressBar(process.stderr, 'pull documents');
       try {
-        const r = await pullOnce({ db, client, config, log });
+        const r = await pullOnce({ db, client, config, log }, { progress: bar.update });
         out(
           `Pulled ${r.documents} document(s) changed since ${r.since.toISOString()} into ${config.pull!.output}.`,
         );
       } finally {
+        bar.finish();
         db.close();
       }
       return EXIT.ok;

@@ -13,8 +13,13 @@ import type { PipelineDeps } from './pipeline.ts';
 const CURSOR = 'pull.cursor';
 const SEEN = 'pull.seen';
 
-export async function pullOnce(deps: PipelineDeps) {
+/** `progress`: told as each document's data is read (the CLI's progress bar on a terminal). */
+export async function pullOnce(
+  deps: PipelineDeps,
+  options: { progress?: (done: number, total: number) => void } = {},
+) {
   const { db, client, config, log } = deps;
+  const { progress } = options;
   const pull = config.pull;
   if (!pull) throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
   const startedAt = (deps.now ?? Date.now)();
@@ -29,6 +34,7 @@ export async function pullOnce(deps: PipelineDeps) {
     startTime: pull.since ? new Date(Date.parse(pull.since) - pull.overlap_ms) : undefined,
     folderId: pull.folder_id,
     templateId: pull.template_id,
+    onProgress: progress && (({ done, total }) => progress(done, total)),
   });
   for (const [i, data] of changes.documents.entries()) {
     await writeAtomic(

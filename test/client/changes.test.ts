@@ -71,6 +71,19 @@ describe('changesSince', () => {
     expect(Object.keys(changes.next.seen)).toHaveLength(19);
   });
 
+  test('onProgress counts every listed document as its read ends, deleted ones included', async () => {
+    const docs: Record<number, Partial<DocumentData> | undefined> = {};
+    for (let id = 1; id <= 9; id++) docs[id] = id === 4 ? undefined : ({ v: id } as never);
+    const seen: Array<{ done: number; total: number }> = [];
+    const changes = await changesSince(
+      service(docs).client,
+      {},
+      { now: NOW, overlapMs: 0, onProgress: (p) => seen.push(p) },
+    );
+    expect(changes).toMatchObject({ listed: 9, vanished: 1 });
+    expect(seen).toEqual(Array.from({ length: 9 }, (_, i) => ({ done: i + 1, total: 9 })));
+  });
+
   test('the overlap does not repeat a document; a document changed again inside it is reported again', async () => {
     const docs: Record<number, Partial<DocumentData>> = { 1: { v: 1 }, 2: { v: 1 } } as never;
     const first = await changesSince(service(docs).client, {}, { now: NOW, overlapMs: 120_000 });

@@ -24,8 +24,14 @@ afterEach(async () => {
   await world?.cleanup();
 });
 
-function runCli(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [cli, ...args], {
+/** `terminal`: stdin, stdout and stderr on a pseudo-terminal (util-linux `script`), as an operator's shell. */
+function runCli(args: string[], env: Record<string, string> = {}, { terminal = false } = {}) {
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, cli, ...args];
+  const [file, ...argv] = terminal
+    ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null']
+    : command;
+  const child = spawn(file!, argv, {
     env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -174,6 +180,13 @@ describe('docex-sync as a process', () => {
     const id = tasks[0]!.document_id!;
     expect(await readdir(join(world.dir, 'pulled'))).toEqual([`document-${id}.json`]);
     expect(pull.output()).not.toContain(SECRET);
+    expect(pull.output()).not.toMatch(/\r|\x1b\[/); // no progress bar on a pipe
+
+    // on a terminal: a progress bar while the documents are read (the overlap lists the one again)
+    const onTty = runCli(['pull', '--config', configFile], env, { terminal: true });
+    expect(await onTty.exited, onTty.output()).toBe(0);
+    expect(onTty.output()).toContain('\r\x1b[2Kpull documents [########################] 1/1 100%');
+    expect(onTty.output()).toContain('Pulled 0 document(s)');
 
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {
@@ -242,8 +255,14 @@ describe('pull and reruns', () => {
     expect(db.getValue('pull.cursor')).toBeUndefined();
     world.emulator.faults.clear();
 
-    const first = await pullOnce({ db, client, config, log });
+    const progress: Array<[number, number]> = [];
+    const first = await pullOnce({ db, client, config, log }, { progress: (d, t) => progress.push([d, t]) });
     expect(first.documents).toBe(3);
+    expect(progress).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
     expect((await readdir(join(world.dir, 'pulled'))).sort()).toEqual(
       docIds.map((id) => `document-${id}.json`).sort(),
     );

@@ -45,6 +45,8 @@ export interface ChangesOptions extends DocumentFilters {
   /** Documents whose data is read at the same time (default 4). */
   concurrency?: number;
   signal?: AbortSignal;
+  /** Told after each document's data was read (or found deleted): read so far, listed in all. */
+  onProgress?: (progress: { done: number; total: number }) => void;
 }
 
 export interface Changes {
@@ -112,11 +114,14 @@ export async function listDocuments(
 export async function documentsData(
   client: DocexClient,
   ids: readonly number[],
-  options: { concurrency?: number; signal?: AbortSignal } = {},
+  options: Pick<ChangesOptions, 'concurrency' | 'signal' | 'onProgress'> = {},
 ): Promise<DocumentData[]> {
-  const data = await mapLimit(ids, options.concurrency ?? DEFAULT_DATA_CONCURRENCY, (document_id) =>
-    unlessMissing(client.fetchDocumentData({ document_id }, { signal: options.signal })),
-  );
+  let done = 0;
+  const data = await mapLimit(ids, options.concurrency ?? DEFAULT_DATA_CONCURRENCY, async (document_id) => {
+    const d = await unlessMissing(client.fetchDocumentData({ document_id }, { signal: options.signal }));
+    options.onProgress?.({ done: ++done, total: ids.length });
+    return d;
+  });
   return data.filter((d): d is DocumentData => d !== undefined);
 }
 
