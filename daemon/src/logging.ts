@@ -6,6 +6,7 @@
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { REDACT_PATHS } from '../../shared/src/node/index.ts';
+import { aboveTheBar } from './progressbar.ts';
 
 /** https://no-color.org: present and not empty turns colours off. */
 export const colorAllowed = (stream: object, env: NodeJS.ProcessEnv = process.env) =>
@@ -27,7 +28,8 @@ export function createLogger(
         colorize: colorAllowed(options.destination ?? process.stderr),
         translateTime: 'SYS:HH:MM:ss',
         ignore: 'pid,hostname,service',
-        destination: options.destination ?? 2,
+        // on stderr, log lines go above a progress bar drawn there, not into its line
+        destination: options.destination ?? aboveTheBar(process.stderr),
         sync: true,
       }),
     );

@@ -1,7 +1,10 @@
 /**
- * A one-line progress bar for long commands (a bulk rerun), redrawn in place on a terminal; on
- * anything else (a pipe, a log file, systemd) it draws nothing, and the log lines tell the progress.
+ * A one-line progress bar for long commands (a bulk rerun, a pull, the start-up scan), redrawn in
+ * place on a terminal; on anything else (a pipe, a log file, systemd) it draws nothing, and the log
+ * lines tell the progress. Log lines written through `aboveTheBar` go above the bar, never into it.
  */
+import { Writable } from 'node:stream';
+
 export interface ProgressBar {
   update(done: number, total: number): void;
   /** Ends the line so the next output starts on its own. */
@@ -9,6 +12,21 @@ export interface ProgressBar {
 }
 
 const WIDTH = 24;
+const CLEAR_LINE = '\r\x1b[2K';
+
+/** The bar on screen now, if any. */
+let shown: { stream: NodeJS.WritableStream; text: string } | undefined;
+
+/** A stream for log lines on `stream`: each clears the bar on screen, and the bar is drawn again below it. */
+export function aboveTheBar(stream: NodeJS.WritableStream): Writable {
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      const bar = shown?.stream === stream ? shown : undefined;
+      stream.write(bar ? `${CLEAR_LINE}${String(chunk)}${bar.text}` : chunk);
+      done();
+    },
+  });
+}
 
 /** Pure: the text of the bar. */
 export function renderBar(label: string, done: number, total: number, elapsedMs: number): string {
@@ -29,11 +47,14 @@ export function progressBar(
   let drawn = false;
   return {
     update(done, total) {
-      stream.write(`\r\x1b[2K${renderBar(label, done, total, now() - started)}`);
+      const text = renderBar(label, done, total, now() - started);
+      stream.write(`${CLEAR_LINE}${text}`);
+      shown = { stream, text };
       drawn = true;
     },
     finish() {
       if (drawn) stream.write('\n');
+      if (shown?.stream === stream) shown = undefined;
       drawn = false;
     },
   };

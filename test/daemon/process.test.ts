@@ -187,6 +187,8 @@ describe('docex-sync as a process', () => {
     expect(await onTty.exited, onTty.output()).toBe(0);
     expect(onTty.output()).toContain('\r\x1b[2Kpull documents [########################] 1/1 100%');
     expect(onTty.output()).toContain('Pulled 0 document(s)');
+    // the log line after it clears the bar's line instead of running on in it
+    expect(onTty.output()).toMatch(/1\/1 100%\r\x1b\[2K[^\n]*pull finished/);
 
     const closed = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from 'pino';
 import type { Pipeline } from '../../daemon/src/pipeline.ts';
 import { startSummaries, summarize } from '../../daemon/src/progress.ts';
-import { progressBar, renderBar } from '../../daemon/src/progressbar.ts';
+import { aboveTheBar, progressBar, renderBar } from '../../daemon/src/progressbar.ts';
 import type { StateDb } from '../../daemon/src/state.ts';
 
 afterEach(() => vi.useRealTimers());
@@ -74,5 +74,25 @@ describe('the progress bar of long commands', () => {
     const quiet = progressBar(pipe, 'x');
     quiet.update(1, 2);
     quiet.finish();
+  });
+});
+
+describe('log lines and the progress bar on one terminal', () => {
+  it('a log line clears the bar, and the bar is drawn again below it; after finish lines are plain', async () => {
+    let written = '';
+    const tty = {
+      isTTY: true,
+      write: (s: string | Buffer) => ((written += String(s)), true),
+    } as unknown as NodeJS.WritableStream;
+    const logs = aboveTheBar(tty);
+    const log = (line: string) => new Promise<void>((resolve) => logs.write(line, () => resolve()));
+    await log('before\n');
+    const bar = progressBar(tty, 'x', () => 0);
+    bar.update(1, 2);
+    await log('during\n');
+    bar.finish();
+    await log('after\n');
+    const bar50 = 'x [############------------] 1/2 50% ETA 0s';
+    expect(written).toBe(`before\n\r\x1b[2K${bar50}\r\x1b[2Kduring\n${bar50}\nafter\n`);
   });
 });
