@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.ts';
 import { createNotifier, type Notifier } from './notify.ts';
 import { Pipeline } from './pipeline.ts';
 import { startSummaries } from './progress.ts';
+import { progressBar } from './progressbar.ts';
 import { pullOnce } from './pull.ts';
 import { runRerun } from './reruns.ts';
 import { ResultWriter } from './results.ts';
@@ -57,9 +58,13 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   }
   if (config.pull) temps += await removeStaleTemps(config.pull.output);
   if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
-  const watchers = config.watch.map((w) => new FolderWatcher(w, pipeline, log));
+  let scanned = 0;
+  const scanBar = progressBar(process.stderr, 'start-up scan: files found');
+  const watchers = config.watch.map(
+    (w) => new FolderWatcher(w, pipeline, log, () => scanBar.update(++scanned)),
+  );
   pipeline.start();
-  await Promise.all(watchers.map((w) => w.start()));
+  await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;

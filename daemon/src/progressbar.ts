@@ -6,7 +6,8 @@
 import { Writable } from 'node:stream';
 
 export interface ProgressBar {
-  update(done: number, total: number): void;
+  /** Without `total` (not known yet, as in a scan) a count is shown instead of a bar. */
+  update(done: number, total?: number): void;
   /** Ends the line so the next output starts on its own. */
   finish(): void;
 }
@@ -28,8 +29,12 @@ export function aboveTheBar(stream: NodeJS.WritableStream): Writable {
   });
 }
 
+/** Redraws at most this often; the last state is always drawn. */
+const REDRAW_MS = 50;
+
 /** Pure: the text of the bar. */
-export function renderBar(label: string, done: number, total: number, elapsedMs: number): string {
+export function renderBar(label: string, done: number, total: number | undefined, elapsedMs: number): string {
+  if (total === undefined) return `${label} ${done}`;
   const share = total > 0 ? Math.min(1, done / total) : 0;
   const filled = Math.round(share * WIDTH);
   const eta =
@@ -45,14 +50,23 @@ export function progressBar(
   if (!stream.isTTY) return { update() {}, finish() {} };
   const started = now();
   let drawn = false;
+  let drawnAt = -Infinity;
+  let pending: (() => void) | undefined;
+  const draw = (done: number, total: number | undefined) => {
+    const text = renderBar(label, done, total, now() - started);
+    stream.write(`${CLEAR_LINE}${text}`);
+    shown = { stream, text };
+    drawn = true;
+    drawnAt = now();
+    pending = undefined;
+  };
   return {
     update(done, total) {
-      const text = renderBar(label, done, total, now() - started);
-      stream.write(`${CLEAR_LINE}${text}`);
-      shown = { stream, text };
-      drawn = true;
+      if (done === total || now() - drawnAt >= REDRAW_MS) draw(done, total);
+      else pending = () => draw(done, total);
     },
     finish() {
+      pending?.();
       if (drawn) stream.write('\n');
       if (shown?.stream === stream) shown = undefined;
       drawn = false;

@@ -31,10 +31,14 @@ export class FolderWatcher {
   private readonly sink: CandidateSink;
   private readonly log: Logger;
 
-  constructor(watch: WatchConfig, sink: CandidateSink, log: Logger) {
+  private readonly scanned: (() => void) | undefined;
+
+  /** `scanned`: told of each file the start-up scan finds (the progress line of `run` on a terminal). */
+  constructor(watch: WatchConfig, sink: CandidateSink, log: Logger, scanned?: () => void) {
     this.watch = watch;
     this.sink = sink;
     this.log = log;
+    this.scanned = scanned;
   }
 
   /**
@@ -61,6 +65,7 @@ export class FolderWatcher {
         if (ready) return void this.check(path);
         // chokidar lstats (followSymlinks: false): anything but a regular file gets a look of its own.
         initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
+        this.scanned?.();
       })
       .on('change', (path) => void this.check(path))
       .on('error', (error) =>

@@ -32,6 +32,7 @@ function runCli(args: string[], env: Record<string, string> = {}, { terminal = f
     ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null']
     : command;
   const child = spawn(file!, argv, {
+    detached: terminal, // its own process group: the test stops `script` and the daemon together
     env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -73,6 +74,19 @@ describe('docex-sync as a process', () => {
     expect(world.emulator.stats().uploadsByHash[sha(invoice('C-1'))]).toBe(1);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  });
+
+  it('on a terminal, run counts the files of the start-up scan and ends the line when it is done', async () => {
+    world = await makeWorld();
+    for (const n of ['1', '2', '3']) await writeFile(join(world.dir, 'inbox', `${n}.txt`), invoice(n));
+    const run = runCli(['run', '--config', world.configFile], {}, { terminal: true });
+    try {
+      await until('running', () => run.output().includes('docex-sync running'), 30_000);
+      expect(run.output()).toMatch(/start-up scan: files found 3\r?\n/);
+    } finally {
+      process.kill(-run.child.pid!, 'SIGTERM');
+    }
+    await run.exited;
   });
 
   it('killed while a file is still being written, it picks the file up whole after a restart', async () => {

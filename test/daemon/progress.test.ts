@@ -96,3 +96,23 @@ describe('log lines and the progress bar on one terminal', () => {
     expect(written).toBe(`before\n\r\x1b[2K${bar50}\r\x1b[2Kduring\n${bar50}\nafter\n`);
   });
 });
+
+describe('a count while the total is not known (the start-up scan)', () => {
+  it('redraws at most every 50 ms, and finish shows the last count', () => {
+    let written = '';
+    const tty = {
+      isTTY: true,
+      write: (s: string) => ((written += s), true),
+    } as unknown as NodeJS.WritableStream;
+    let t = 0;
+    const bar = progressBar(tty, 'scan: files found', () => t);
+    for (let n = 1; n <= 5; n++) bar.update(n);
+    t = 60;
+    bar.update(6);
+    bar.update(7);
+    bar.finish();
+    expect(written).toBe(
+      '\r\x1b[2Kscan: files found 1\r\x1b[2Kscan: files found 6\r\x1b[2Kscan: files found 7\n',
+    );
+  });
+});
