@@ -289,6 +289,13 @@ describe('backoff, Retry-After and its cap', () => {
     expect(retryDelayMs(20, policy, () => 1)).toBe(DEFAULT_RETRY.maxDelayMs);
   });
 
+  test('Retry-After: 0 or a past date is no wait: the backoff applies, so a busy server is not hammered', () => {
+    const policy = { ...DEFAULT_RETRY, initialDelayMs: 1000, factor: 2 };
+    expect(retryDelayMs(1, policy, () => 0, 0)).toBe(1000);
+    expect(retryDelayMs(1, policy, () => 0, -5000)).toBe(1000);
+    expect(retryDelayMs(1, policy, () => 0, 1)).toBe(1);
+  });
+
   test('Retry-After in seconds, as an HTTP date, and retry-after-ms', async () => {
     const now = Date.parse('2030-01-01T00:00:00Z');
     script('fetch_folder', [

@@ -52,14 +52,19 @@ export function shouldRetry(error: DocexError, ctx: RetryContext): boolean {
   return error instanceof DocexApiError && (error.status === 408 || error.status >= 500);
 }
 
-/** Exponential backoff with jitter (half fixed, half random, so waits never collapse to 0); a server-given wait wins. */
+/**
+ * Exponential backoff with jitter (half fixed, half random, so waits never collapse to 0). A positive
+ * server-given wait wins; `Retry-After: 0` (or a date already past) is read as "no wait given", so a
+ * busy server is not hammered in a tight loop.
+ */
 export function retryDelayMs(
   attempt: number,
   policy: RetryPolicy,
   random: () => number,
   serverWaitMs?: number,
 ): number | undefined {
-  if (serverWaitMs !== undefined) return serverWaitMs <= policy.maxRetryAfterMs ? serverWaitMs : undefined;
+  if (serverWaitMs !== undefined && serverWaitMs > 0)
+    return serverWaitMs <= policy.maxRetryAfterMs ? serverWaitMs : undefined;
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** attempt);
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
