@@ -23,6 +23,7 @@ import {
 } from '../../shared/src/core/index.ts';
 import { BASE, bytes, caught, fakeTimeClient, KEY, localServer } from './helpers.ts';
 import { offlineNock } from './helpers-nock.ts';
+import { fakeClock } from './helpers-poll.ts';
 
 offlineNock();
 
@@ -315,6 +316,38 @@ describe('backoff, Retry-After and its cap', () => {
     const client = fakeTimeClient();
     await callOf(client, 'create_folder');
     expect(client.sleep.calls).toEqual([375, 750]);
+  });
+
+  test('a 429 slows the whole client: later calls wait too, longer with each round of 429s, until an answer is not a 429', async () => {
+    const clock = fakeClock(0);
+    const client = fakeTimeClient({ ...clock, retry: { maxRetries: 0, initialDelayMs: 1000 } });
+    script('fetch_folder', [[429], [429], [429], ok('fetch_folder'), ok('fetch_folder')]);
+    await caught(callOf(client, 'fetch_folder')); // round 1: 750 ms (half fixed, random 0.5)
+    expect(clock.sleep.calls).toEqual([]);
+    await caught(callOf(client, 'fetch_folder')); // waits round 1 out; 429 again, so round 2 doubles
+    await caught(callOf(client, 'fetch_folder')); // waits round 2 out (1500); round 3
+    await callOf(client, 'fetch_folder'); // waits round 3 out (3000), and is answered: the streak ends
+    expect(clock.sleep.calls).toEqual([750, 1500, 3000]);
+    await callOf(client, 'fetch_folder');
+    expect(clock.sleep.calls).toEqual([750, 1500, 3000]);
+  });
+
+  test('429s of requests already in flight during a cool-down do not escalate it', async () => {
+    const clock = fakeClock(0);
+    const client = fakeTimeClient({ ...clock, retry: { maxRetries: 0, initialDelayMs: 1000 } });
+    script('fetch_folder', [[429], [429], [429], ok('fetch_folder')]);
+    await Promise.all([1, 2, 3].map(() => caught(callOf(client, 'fetch_folder'))));
+    await callOf(client, 'fetch_folder');
+    expect(clock.sleep.calls).toEqual([750]);
+  });
+
+  test("a Retry-After above the cap is the caller's error, not a wait for every call", async () => {
+    const clock = fakeClock(0);
+    const client = fakeTimeClient({ ...clock, retry: { maxRetries: 0 } });
+    script('fetch_folder', [[429, '', { 'retry-after': '3600' }], ok('fetch_folder')]);
+    await caught(callOf(client, 'fetch_folder'));
+    await callOf(client, 'fetch_folder');
+    expect(clock.sleep.calls).toEqual([]);
   });
 
   test('a Retry-After above maxRetryAfterMs goes to the caller at once, with retryAfterMs', async () => {

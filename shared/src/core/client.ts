@@ -167,6 +167,13 @@ class DocexClientBase {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly redact: (s: string) => string;
+  /**
+   * A 429 speaks of the whole client, not of one request: after one, new calls wait until this time
+   * too, and the wait grows with each further 429 in a row (reset by any answer that is not a 429).
+   * Without it, many callers each retrying on their own keep a busy server's window full.
+   */
+  private rateLimitedUntil = 0;
+  private rateLimitStreak = 0;
 
   constructor(options: ClientOptions) {
     this.options = options;
@@ -191,6 +198,9 @@ class DocexClientBase {
     let mayHaveActed = false;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(options.signal, name);
+      const coolDown = this.rateLimitedUntil - this.now();
+      if (attempt === 0 && coolDown > 0)
+        await sleepUnlessAborted(this.options.sleep, coolDown, options.signal, name);
       const started = this.now();
       let error: DocexError;
       let notSent = false;
@@ -204,6 +214,7 @@ class DocexClientBase {
           { operation: name, status: response.status, attempt, ms: this.now() - started },
           'docex request',
         );
+        if (response.status !== 429) this.rateLimitStreak = 0;
         if (response.status >= 200 && response.status < 300) return this.parse(op, response) as OutputOf<K>;
         if (response.status === 404 && mayHaveActed && op.method === 'DELETE') {
           // The attempt that timed out (or failed with 5xx) did delete it: what the caller wanted is done.
@@ -222,6 +233,7 @@ class DocexClientBase {
       const retryable = shouldRetry(error, { idempotent: op.idempotent, replayable, notSent });
       if (!notSent && !(error instanceof DocexRateLimitError)) mayHaveActed = true;
       const serverWait = error instanceof DocexApiError ? error.retryAfterMs : undefined;
+      if (error instanceof DocexRateLimitError) this.coolDown(policy, serverWait);
       const delay =
         attempt < policy.maxRetries && retryable
           ? retryDelayMs(attempt, policy, this.random, serverWait)
@@ -233,6 +245,14 @@ class DocexClientBase {
       );
       await sleepUnlessAborted(this.options.sleep, delay, options.signal, name);
     }
+  }
+
+  private coolDown(policy: RetryPolicy, serverWait: number | undefined) {
+    // Requests sent before the wait began answer 429 too: one round of them escalates once.
+    if (this.now() < this.rateLimitedUntil) return;
+    const wait = retryDelayMs(this.rateLimitStreak++, policy, this.random, serverWait);
+    // A wait above the cap goes to the caller as an error; it does not freeze every other call.
+    if (wait !== undefined) this.rateLimitedUntil = Math.max(this.rateLimitedUntil, this.now() + wait);
   }
 
   /** Polls fetch_tasks_results until DONE, FAILED or DUPLICATE (and the same for child tasks). */
