@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '../../shared/src/core/index.ts';
 import type { Config } from './config.ts';
 import { removeStaleTemps } from './files.ts';
-import { recordPull, startHttp } from './http.ts';
+import { startHttp } from './http.ts';
 import { createMetrics } from './metrics.ts';
 import { createNotifier, type Notifier } from './notify.ts';
 import { Pipeline } from './pipeline.ts';
@@ -74,13 +74,10 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       cron.schedule(config.pull.schedule, async () => {
         if (pulling) return;
         pulling = true;
-        const at = new Date().toISOString();
         await pullOnce({ db, client, config, log, metrics })
-          .then((r) => recordPull(db, { at, status: 'done', documents: r.documents }))
-          .catch((error: unknown) => {
-            recordPull(db, { at, status: 'failed', documents: 0, error: (error as Error).message });
-            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move');
-          })
+          .catch((error: unknown) =>
+            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move'),
+          )
           .finally(() => (pulling = false));
       }),
     );

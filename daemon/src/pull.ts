@@ -8,21 +8,39 @@
 import { changesSince, type ChangeCursor } from '../../shared/src/core/index.ts';
 import { ConfigError } from './config.ts';
 import { inside, writeAtomic } from './files.ts';
+import { recordPull } from './http.ts';
 import type { PipelineDeps } from './pipeline.ts';
 
 const CURSOR = 'pull.cursor';
 const SEEN = 'pull.seen';
 
-/** `progress`: told as each document's data is read (the CLI's progress bar on a terminal). */
-export async function pullOnce(
-  deps: PipelineDeps,
-  options: { progress?: (done: number, total: number) => void } = {},
-) {
-  const { db, client, config, log } = deps;
-  const { progress } = options;
-  const pull = config.pull;
-  if (!pull) throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
+interface PullOptions {
+  /** Told as each document's data is read (the CLI's progress bar on a terminal). */
+  progress?: (done: number, total: number) => void;
+}
+
+/**
+ * One pull, scheduled or one-off (`docex-sync pull`); either way it goes into the pull history that
+ * `status` and the status page show, failed ones with their reason.
+ */
+export async function pullOnce(deps: PipelineDeps, options: PullOptions = {}) {
+  if (!deps.config.pull)
+    throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
   const startedAt = (deps.now ?? Date.now)();
+  const at = new Date(startedAt).toISOString();
+  try {
+    const result = await pullChanges(deps, options, startedAt);
+    recordPull(deps.db, { at, status: 'done', documents: result.documents });
+    return result;
+  } catch (error) {
+    recordPull(deps.db, { at, status: 'failed', documents: 0, error: (error as Error).message });
+    throw error;
+  }
+}
+
+async function pullChanges(deps: PipelineDeps, { progress }: PullOptions, startedAt: number) {
+  const { db, client, config, log } = deps;
+  const pull = config.pull!;
   const stored = db.getValue(CURSOR);
   const state: ChangeCursor = stored
     ? { cursor: new Date(Number(stored)).toISOString(), seen: JSON.parse(db.getValue(SEEN) ?? '{}') }

@@ -28,9 +28,7 @@ afterEach(async () => {
 function runCli(args: string[], env: Record<string, string> = {}, { terminal = false } = {}) {
   const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
   const command = [process.execPath, cli, ...args];
-  const [file, ...argv] = terminal
-    ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null']
-    : command;
+  const [file, ...argv] = terminal ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null'] : command;
   const child = spawn(file!, argv, {
     detached: terminal, // its own process group: the test stops `script` and the daemon together
     env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
@@ -38,10 +36,11 @@ function runCli(args: string[], env: Record<string, string> = {}, { terminal = f
   });
   children.push(child);
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
+  let stdout = '';
+  child.stdout!.on('data', (d) => ((output += d), (stdout += d)));
   child.stderr!.on('data', (d) => (output += d));
   const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
-  return { child, exited, output: () => output };
+  return { child, exited, output: () => output, stdout: () => stdout };
 }
 
 const stateOf = (world: World, name: string) => {
@@ -217,6 +216,26 @@ describe('docex-sync as a process', () => {
     expect(await unreachable.exited).toBe(4);
     expect(unreachable.output()).toMatch(/docex-sync check: .*check_api_key/);
     expect(unreachable.output()).not.toContain('    at ');
+
+    // one-off pulls are in the history that status and the status page show, a failed one with its reason
+    const failedPull = runCli(['pull', '--config', configFile], {
+      ...env,
+      DOCEX_BASE_URL: `http://127.0.0.1:${closed}`,
+    });
+    expect(await failedPull.exited).toBe(4);
+    const status = runCli(['status', '--config', configFile, '--json'], env);
+    expect(await status.exited).toBe(0);
+    const pulls = JSON.parse(status.stdout()).pulls as Array<{
+      status: string;
+      documents: number;
+      error?: string;
+    }>;
+    expect(pulls.map((p) => [p.status, p.documents])).toEqual([
+      ['failed', 0],
+      ['done', 0],
+      ['done', 1],
+    ]);
+    expect(pulls[0]!.error).toMatch(/fetch_documents/);
   }, 60_000);
 
   it('retry puts failed files back into the watched folder', async () => {
