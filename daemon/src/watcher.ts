@@ -5,6 +5,7 @@
  * records the new files in one transaction; the log gets one summary line per scan.
  */
 import chokidar, { type FSWatcher } from 'chokidar';
+import { isUtf8 } from 'node:buffer';
 import type { Dirent, Stats } from 'node:fs';
 import { lstat, readdir, rename } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -44,11 +45,13 @@ export class FolderWatcher {
   /**
    * The start-up scan is chokidar's own first walk (one walk of the tree, not two): the files it
    * reports before "ready" are recorded in one go, then every event is a candidate of its own.
-   * Names that are not valid UTF-8 are left to the rescans, which read raw names.
+   * chokidar cannot see names that are not valid UTF-8: the folders it reported are listed once
+   * more by raw name (no stat), and such files are renamed and recorded with the rest.
    */
   async start() {
     const started = performance.now();
     const initial: Array<Candidate | Promise<Candidate | undefined>> = [];
+    const folders: string[] = [];
     let ready = false;
     this.watcher = chokidar.watch(this.watch.path, {
       ignoreInitial: false,
@@ -67,6 +70,7 @@ export class FolderWatcher {
         initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
         this.scanned?.();
       })
+      .on('addDir', (path) => ready || folders.push(path))
       .on('change', (path) => void this.check(path))
       .on('error', (error) =>
         this.log.warn(
@@ -76,6 +80,7 @@ export class FolderWatcher {
       );
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
     ready = true;
+    for (const dir of folders) initial.push(...(await this.renameNonUtf8(dir)));
     const found = (await Promise.all(initial)).filter((c) => c !== undefined);
     const fresh = this.sink.ingest(this.watch, found);
     this.log.info(
@@ -115,7 +120,7 @@ export class FolderWatcher {
       }
       const files: string[] = [];
       for (const entry of entries) {
-        const name = await this.nameOf(dir, entry);
+        const name = await this.nameOf(dir, entry.name, entry.isFile());
         if (name === undefined) continue;
         const path = join(dir, name);
         if (isIgnored(this.watch, relative(this.watch.path, path))) continue;
@@ -146,17 +151,16 @@ export class FolderWatcher {
    * in an upload: the file is renamed in place (its bytes read as Latin-1, the legacy encoding such
    * names mostly come from), which the log says.
    */
-  private async nameOf(dir: string, entry: Dirent<Buffer>): Promise<string | undefined> {
-    const text = entry.name.toString('utf8');
-    if (Buffer.from(text, 'utf8').equals(entry.name)) return text;
-    const readable = entry.name.toString('latin1').normalize('NFC');
-    if (!entry.isFile()) {
+  private async nameOf(dir: string, raw: Buffer, isFile: boolean): Promise<string | undefined> {
+    if (isUtf8(raw)) return raw.toString('utf8');
+    const readable = raw.toString('latin1').normalize('NFC');
+    if (!isFile) {
       this.warnOnce(join(dir, readable), 'skipped: the name is not valid UTF-8 (only files are renamed)');
       return undefined;
     }
     try {
       const target = await freeTarget(dir, readable);
-      await rename(Buffer.concat([Buffer.from(`${dir}/`), entry.name]), target);
+      await rename(rawPath(dir, raw), target);
       this.log.warn(
         { folder: dir, name: JSON.stringify(readable), renamedTo: relative(dir, target) },
         'renamed a file whose name is not valid UTF-8',
@@ -169,6 +173,23 @@ export class FolderWatcher {
       );
       return undefined;
     }
+  }
+
+  /** The files of `dir` whose names are not valid UTF-8, renamed (see nameOf): their candidates. */
+  private async renameNonUtf8(dir: string): Promise<Array<Promise<Candidate | undefined>>> {
+    const names = await readdir(dir, { encoding: 'buffer' }).catch(() => [] as Buffer[]);
+    const found: Array<Promise<Candidate | undefined>> = [];
+    for (const raw of names) {
+      if (isUtf8(raw)) continue;
+      const isFile = await lstat(rawPath(dir, raw)).then(
+        (s) => s.isFile(),
+        () => false,
+      );
+      const name = await this.nameOf(dir, raw, isFile);
+      if (name !== undefined && !isIgnored(this.watch, relative(this.watch.path, join(dir, name))))
+        found.push(this.describe(join(dir, name)));
+    }
+    return found;
   }
 
   private warnOnce(path: string, message: string) {
@@ -210,3 +231,5 @@ export class FolderWatcher {
     if (candidate) this.sink.candidate(this.watch, candidate);
   }
 }
+
+const rawPath = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);

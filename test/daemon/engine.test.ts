@@ -108,16 +108,35 @@ describe('file identity', () => {
     expect(world.emulator.stats().uploadsByHash[sha(invoice('B-1'))]).toBe(1); // the document is reused
   });
 
-  it('a name that is not valid UTF-8 is renamed readably, logged and processed', async () => {
+  it('a name that is not valid UTF-8, there at start-up, is renamed readably, logged and processed by the start-up scan', async () => {
     world = await makeWorld();
+    // No rescan during the test: only the start-up scan can find it.
+    await editConfig(world, (y) =>
+      y.replace('rescan_interval_ms: 1000', 'rescan_interval_ms: 3600000\n    recursive: true'),
+    );
     const inboxDir = join(world.dir, 'inbox');
+    await mkdir(join(inboxDir, 'sub'));
     await writeFile(
       Buffer.concat([Buffer.from(`${inboxDir}/caf`), Buffer.from([0xe9]), Buffer.from('.txt')]),
       invoice('L-1'),
     );
+    await writeFile(
+      Buffer.concat([Buffer.from(`${inboxDir}/sub/na`), Buffer.from([0xef]), Buffer.from('ve.txt')]),
+      invoice('L-2'),
+    );
+    await writeFile(join(inboxDir, 'plain.txt'), invoice('L-3'));
     const daemon = await world.start();
-    await until('archived', () => daemon.db.counts().archived === 1);
-    expect(await readdir(join(world.dir, 'processed'))).toEqual(['café.txt']);
+    const scan = world.logs
+      .map((l) => JSON.parse(l) as { msg: string })
+      .find((l) => l.msg === 'start-up scan');
+    expect(scan).toMatchObject({ files: 3, new: 3 });
+    await until('archived', () => daemon.db.counts().archived === 3);
+    expect((await readdir(join(world.dir, 'processed'), { recursive: true })).sort()).toEqual([
+      'café.txt',
+      'plain.txt',
+      'sub',
+      join('sub', 'naïve.txt'),
+    ]);
     expect(world.logs.join('')).toContain('renamed a file whose name is not valid UTF-8');
   });
 
