@@ -5,6 +5,15 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { n8nCommunityNodesPlugin } from '@n8n/eslint-plugin-community-nodes';
 import n8nNodesBase from 'eslint-plugin-n8n-nodes-base';
+import { builtinModules } from 'node:module';
+
+/** Node's built-in modules, with and without the node: prefix. */
+const nodeBuiltins = ['node:*', ...builtinModules];
+/** A relative import that climbs into shared/ instead of going through the package's exports. */
+const intoSharedByPath = {
+  regex: '^\\.{1,2}/(.*/)?shared(/|$)',
+  message: "import '@docex/shared', not its files",
+};
 
 const nodeGlobals = Object.fromEntries(
   [
@@ -60,7 +69,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['node:*', 'fs', 'got', 'p-queue', 'pino'],
+              group: [...nodeBuiltins, 'got', 'p-queue', 'pino', '@docex/shared/node', '**/node/**'],
               message: 'the core is pure: I/O belongs in a transport',
             },
           ],
@@ -84,6 +93,20 @@ export default tseslint.config(
       // n8n's own credentials, a broken link for a community one, whose documentationUrl is a full URL.
       'n8n-nodes-base/cred-class-field-documentation-url-missing': 'off',
       'n8n-nodes-base/cred-class-field-documentation-url-miscased': 'off',
+      // The n8n package compiles in only the pure core: Node code cannot get in by construction.
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@docex/shared/*'],
+              message: "nodes and credentials use only the pure core, '@docex/shared'",
+            },
+            { group: nodeBuiltins, message: 'no Node built-ins in n8n node code' },
+            intoSharedByPath,
+          ],
+        },
+      ],
     },
   },
 );

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createNodeClient, saveBinary } from '../shared/src/node/index.ts';
+import { createNodeClient, saveBinary } from '@docex/shared/node';
 import type { BenchRow } from './run.ts';
 
 const MB = 1024 * 1024;

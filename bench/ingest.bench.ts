@@ -78,7 +78,7 @@ async function daemon(dir: string, url: string) {
   const { loadConfig } = await import('../daemon/src/config.ts');
   const { startDaemon } = await import('../daemon/src/daemon.ts');
   const { createLogger } = await import('../daemon/src/logging.ts');
-  const { createNodeClient } = await import('../shared/src/node/index.ts');
+  const { createNodeClient } = await import('@docex/shared/node');
   const configFile = join(dir, 'docex-sync.yaml');
   await writeFile(
     configFile,

@@ -72,14 +72,14 @@ const loadModules = () =>
   Promise.all([
     import('../daemon/src/daemon.ts'),
     import('../daemon/src/logging.ts'),
-    import('../shared/src/node/index.ts'),
+    import('@docex/shared/node'),
     import('../daemon/src/config.ts'),
   ]);
 
 async function startSync(dir: string, tree: string) {
   const { startDaemon } = await import('../daemon/src/daemon.ts');
   const { createLogger } = await import('../daemon/src/logging.ts');
-  const { createNodeClient } = await import('../shared/src/node/index.ts');
+  const { createNodeClient } = await import('@docex/shared/node');
   const config = await daemonConfig(dir, tree);
   const lines: string[] = [];
   const log = createLogger('info', {

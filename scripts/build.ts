@@ -2,11 +2,26 @@
  * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
  *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), ESM bundles whose npm
- *           dependencies stay external
+ *           dependencies stay external and the workspace's @docex/shared is bundled in
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+
+/**
+ * Like esbuild's `packages: 'external'`, except for @docex/shared: a private workspace package that
+ * is never published, so docex-sync carries it inside its bundles instead of depending on it.
+ */
+const externalExceptShared: Plugin = {
+  name: 'external-except-shared',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.kind === 'entry-point' || /^@docex\/shared(\/|$)/.test(args.path)
+        ? undefined
+        : { path: args.path, external: true },
+    );
+  },
+};
 
 const targets: Record<string, () => Promise<void>> = {
   async n8n() {
@@ -47,7 +62,7 @@ const targets: Record<string, () => Promise<void>> = {
       platform: 'node',
       target: 'node22',
       format: 'esm',
-      packages: 'external',
+      plugins: [externalExceptShared],
       logLevel: 'warning',
     });
   },

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator } from '../emulator/index.ts';
-import { createNodeClient } from '../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { loadConfig } from '../daemon/src/config.ts';
 import { startDaemon } from '../daemon/src/daemon.ts';
 import { createLogger } from '../daemon/src/logging.ts';

@@ -12,7 +12,7 @@ import {
   DocexNotFoundError,
   DocexPermissionError,
   type DocexClient,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import type { Config } from './config.ts';
 
 export interface CheckReport {

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
-import type { DocexClient } from '../../shared/src/core/index.ts';
+import type { DocexClient } from '@docex/shared';
 import type { Config } from './config.ts';
 import { removeStaleTemps } from './files.ts';
 import { startHttp } from './http.ts';

@@ -1,5 +1,5 @@
 /** Exit codes shared by docex-sync and docex (docs/daemon.md, docs/cli.md), and which error gives which. */
-import { DocexAuthenticationError, DocexConnectionError } from '../../shared/src/core/index.ts';
+import { DocexAuthenticationError, DocexConnectionError } from '@docex/shared';
 import { ConfigError } from './config.ts';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4 } as const;

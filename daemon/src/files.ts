@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { safeFileName } from '../../shared/src/core/index.ts';
+import { safeFileName } from '@docex/shared';
 import { globToRegExp, type WatchConfig } from './config.ts';
 
 const IGNORED_NAMES = [

@@ -19,7 +19,7 @@ import {
   isFinalStatus,
   retryDelayMs,
   type TaskResult,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 export type FileState = 'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed';
 export const FILE_STATES: readonly FileState[] = [

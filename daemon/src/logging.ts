@@ -5,7 +5,7 @@
  */
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
-import { REDACT_PATHS } from '../../shared/src/node/index.ts';
+import { REDACT_PATHS } from '@docex/shared/node';
 import { aboveTheBar } from './progressbar.ts';
 
 /** https://no-color.org: present and not empty turns colours off. */

@@ -14,7 +14,7 @@ import { lstat, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { DocexClient, TaskResult } from '../../shared/src/core/index.ts';
+import type { DocexClient, TaskResult } from '@docex/shared';
 import type { Config, WatchConfig } from './config.ts';
 import { freeTarget, inside, moveInto, writeAtomic } from './files.ts';
 import {

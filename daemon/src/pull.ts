@@ -5,7 +5,7 @@
  * and move only after every reported document was written; each pull asks again for `overlap_ms`
  * before the cursor, so nothing at the boundary is missed.
  */
-import { changesSince, type ChangeCursor } from '../../shared/src/core/index.ts';
+import { changesSince, type ChangeCursor } from '@docex/shared';
 import { ConfigError } from './config.ts';
 import { inside, writeAtomic } from './files.ts';
 import { recordPull } from './http.ts';

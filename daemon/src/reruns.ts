@@ -6,7 +6,7 @@
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { DocexClient, DocumentData } from '../../shared/src/core/index.ts';
+import type { DocexClient, DocumentData } from '@docex/shared';
 import type { Config, RerunConfig, WatchConfig } from './config.ts';
 import type { Notifier } from './notify.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';

@@ -13,7 +13,7 @@ import {
   type DocexClient,
   type DocumentData,
   type TaskResult,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { inside, writeAtomic } from './files.ts';
 
 /** The template's fields in display order, and how it writes numbers. */

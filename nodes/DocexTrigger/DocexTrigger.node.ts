@@ -7,7 +7,7 @@ import {
   type IPollFunctions,
 } from 'n8n-workflow';
 import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
-import { OPERATIONS, type ParamSpec } from '../../shared/src/core/index.ts';
+import { OPERATIONS, type ParamSpec } from '@docex/shared';
 import { paramProperty } from '../Docex/actions/common.descriptions.ts';
 import { inTimeZone, locatorValue, toNodeError } from '../Docex/actions/common.execute.ts';
 import { SIMPLIFY, simplifyDocument } from '../Docex/actions/simplify.ts';

@@ -8,7 +8,7 @@
  *   and changed since then are left unknown, so they come as new.
  * - After each poll every document of the poll's window is known, emitted or not.
  */
-import type { DocexClient } from '../../shared/src/core/index.ts';
+import type { DocexClient } from '@docex/shared';
 import { addIds, hasId, type IdRanges } from './known.ts';
 import { pollChanges, type Emitted, type PollOptions, type TriggerState } from './poll.ts';
 

@@ -11,9 +11,9 @@ import {
   type ChangeCursor,
   type DocexClient,
   type DocumentData,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 
-export { fingerprint } from '../../shared/src/core/index.ts';
+export { fingerprint } from '@docex/shared';
 
 /** Default margin subtracted from the cursor (clock skew, late commits). */
 export const DEFAULT_MARGIN_MS = 2 * 60_000;

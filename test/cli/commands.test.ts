@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { booleanTest, extrasFor, inputOf, parseArgs } from '../../daemon/src/docex/args.ts';
 import { findOperationCommand, OPERATION_COMMANDS } from '../../daemon/src/docex/commands.ts';
-import { OPERATION_NAMES, OPERATIONS } from '../../shared/src/core/index.ts';
+import { OPERATION_NAMES, OPERATIONS } from '@docex/shared';
 import { ACME_KEY, GLOBEX_KEY, inProcess, useCliWorld } from './helpers.ts';
 
 const world = useCliWorld();

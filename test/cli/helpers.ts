@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll } from 'vitest';
 import { main, type Io } from '../../daemon/src/docex/cli.ts';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 
 export const ACME_KEY = 'sk-acme-secret-4711';
 export const GLOBEX_KEY = 'sk-globex-secret-0815';

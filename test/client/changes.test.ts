@@ -11,7 +11,7 @@ import {
   type ChangeCursor,
   type DocexClient,
   type DocumentData,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 /** A service of documents: id → data (undefined: deleted after it was listed). */
 function service(docs: Record<number, Partial<DocumentData> | undefined>, options: { fail?: number } = {}) {

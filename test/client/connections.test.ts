@@ -15,7 +15,7 @@ import {
   DocexResponseTooLargeError,
   readAll,
   type DocexClient,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { bytes, caught, everythingOf, KEY, localServer, nodeClient, type LocalServer } from './helpers.ts';
 
 const servers: LocalServer[] = [];

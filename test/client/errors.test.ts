@@ -26,7 +26,7 @@ import {
   readAll,
   retryAfterMs,
   type Logger,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import {
   BASE,
   caught,

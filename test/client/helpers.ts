@@ -1,8 +1,8 @@
 /** Shared by the client tests: a distinctive key, clients wired to nock or to a local server, a fake sleep. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DocexClient, type ClientOptions } from '../../shared/src/core/index.ts';
-import { createNodeClient, NodeTransport, type NodeClientOptions } from '../../shared/src/node/index.ts';
+import { DocexClient, type ClientOptions } from '@docex/shared';
+import { createNodeClient, NodeTransport, type NodeClientOptions } from '@docex/shared/node';
 
 /** Distinctive, so that a leak anywhere shows up in a plain substring search. */
 export const KEY = 'dx_live_SECRET_K3y_7f3a9c2e41b8d6';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import nock from 'nock';
 import { pino } from 'pino';
 import { expect, test } from 'vitest';
-import { REDACT_PATHS } from '../../shared/src/node/index.ts';
+import { REDACT_PATHS } from '@docex/shared/node';
 import { BASE, KEY, nodeClient } from './helpers.ts';
 import { offlineNock } from './helpers-nock.ts';
 

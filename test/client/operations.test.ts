@@ -17,7 +17,7 @@ import {
   type BinaryResult,
   type CallOptions,
   type OperationName,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { BASE, bytes, KEY, nodeClient } from './helpers.ts';
 
 interface ExpectedFile {

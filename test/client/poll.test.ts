@@ -9,8 +9,8 @@ import {
   type Logger,
   type TaskResult,
   type Transport,
-} from '../../shared/src/core/index.ts';
-import { NodeTransport } from '../../shared/src/node/index.ts';
+} from '@docex/shared';
+import { NodeTransport } from '@docex/shared/node';
 import { BASE, bytes, caught, fakeTimeClient, KEY } from './helpers.ts';
 import { offlineNock } from './helpers-nock.ts';
 import { fakeClock } from './helpers-poll.ts';

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startEmulator, DEFAULT_COMPANIES, type Emulator } from '../../emulator/index.ts';
-import { SendRateLimiter, type SendTicket } from '../../shared/src/core/rate-limit.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { SendRateLimiter, type SendTicket } from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
 
 /** The most events inside any window of `windowMs` (a window (t - windowMs, t], as the emulator counts). */
 function maxInWindow(times: number[], windowMs: number): number {

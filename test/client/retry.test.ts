@@ -20,7 +20,7 @@ import {
   retryDelayMs,
   type Logger,
   type OperationName,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { BASE, bytes, caught, fakeTimeClient, KEY, localServer } from './helpers.ts';
 import { offlineNock } from './helpers-nock.ts';
 import { fakeClock } from './helpers-poll.ts';

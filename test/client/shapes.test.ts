@@ -12,7 +12,7 @@ import {
   readFieldValue,
   safeFileName,
   schemas,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { BASE, bytes, caught, nodeClient } from './helpers.ts';
 import { offlineNock } from './helpers-nock.ts';
 

@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DocexAbortError, DocexConnectionError, DocexTimeoutError } from '../../shared/src/core/index.ts';
-import { saveBinary } from '../../shared/src/node/index.ts';
+import { DocexAbortError, DocexConnectionError, DocexTimeoutError } from '@docex/shared';
+import { saveBinary } from '@docex/shared/node';
 import { caught, localServer, nodeClient } from './helpers.ts';
 
 const MB = 1024 * 1024;

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, describe, expect, test } from 'vitest';
-import { readAll } from '../../shared/src/core/index.ts';
+import { readAll } from '@docex/shared';
 import { bytes, localServer, nodeClient, type LocalServer } from './helpers.ts';
 
 interface Stats {

@@ -10,7 +10,7 @@ import type {
   RerunResult,
   Template,
   UploadResult,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { nodeClient } from './helpers.ts';
 
 test('input and output types', () => {

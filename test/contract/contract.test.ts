@@ -18,7 +18,7 @@ import {
   OPERATIONS,
   readAll,
   type RerunResult,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import {
   Created,
   expectApiError,

@@ -10,9 +10,9 @@ import {
   retryAfterMs,
   type DocexClient,
   type TransportRequest,
-} from '../../shared/src/core/index.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
-import type { NodeTransport } from '../../shared/src/node/index.ts';
+} from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
+import type { NodeTransport } from '@docex/shared/node';
 
 export interface Target {
   baseUrl: string;

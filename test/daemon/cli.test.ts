@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../daemon/src/config.ts';
 import { colorAllowed } from '../../daemon/src/logging.ts';
 import { closest } from '../../daemon/src/suggest.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from './helpers.ts';
 
 const cli = join(import.meta.dirname, '../../daemon/src/cli.ts');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DocexAuthenticationError, type DocexClient, type TaskResult } from '../../shared/src/core/index.ts';
+import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../daemon/src/lifecycle.ts';
 import { SCHEMA_VERSION, StateDb, StateLockedError } from '../../daemon/src/state.ts';
 import { invoice, makeWorld, until, type World } from './helpers.ts';

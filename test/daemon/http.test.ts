@@ -10,7 +10,7 @@ import { StateDb } from '../../daemon/src/state.ts';
 import { renderMain } from '../../daemon/src/page.ts';
 import { startDaemon } from '../../daemon/src/daemon.ts';
 import { createLogger } from '../../daemon/src/logging.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, until, type World } from './helpers.ts';
 
 let world: World | undefined;

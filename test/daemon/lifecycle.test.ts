@@ -16,7 +16,7 @@ import {
   DocexTimeoutError,
   retryDelayMs,
   type TaskResult,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 import {
   classify,
   decide,

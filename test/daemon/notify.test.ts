@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../daemon/src/logging.ts';
 import { Notifier, type NotifyConfig, type NotifyEvent } from '../../daemon/src/notify.ts';
 import { runRerun } from '../../daemon/src/reruns.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from './helpers.ts';
 
 interface Received {

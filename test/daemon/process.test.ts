@@ -6,7 +6,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { z } from 'zod/v4';
 import { ConfigError, ConfigSchema, loadConfig } from '../../daemon/src/config.ts';
 import { createLogger } from '../../daemon/src/logging.ts';

@@ -10,7 +10,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { until } from '../daemon/helpers.ts';
 import { packAsDocumented, repo, type Packed } from './pack.ts';
 

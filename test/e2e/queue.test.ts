@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
 import { freePort, startPostgres, startProcess, startRedis, until, type Service } from './services.ts';

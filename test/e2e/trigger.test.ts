@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
 import { freePort } from './services.ts';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as emulator from '../../emulator/routes/catalog.ts';
-import * as client from '../../shared/src/core/operations.ts';
+import * as client from '@docex/shared';
 
 describe('enums of the API document', () => {
   it.each(['FIELD_TYPES', 'LOCALES', 'PARAMETER_FORMATS'] as const)(

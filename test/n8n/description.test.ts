@@ -20,7 +20,7 @@ import {
   OPERATIONS,
   PARAMETER_FORMATS,
   RESOURCES,
-} from '../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 const node = new Docex();
 const { properties } = node.description;

@@ -7,8 +7,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
-import type { DocexClient } from '../../shared/src/core/index.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import type { DocexClient } from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
 import { pollingTrigger, type Credentials } from './harness.ts';
 
 let emu: Emulator;

@@ -1,5 +1,5 @@
 /** Command-line words → flags and an operation's input, checked against the operation table. Pure. */
-import type { ParamSpec } from '../../../shared/src/core/index.ts';
+import type { ParamSpec } from '@docex/shared';
 import { flagNamesOf, UsageError, type OperationCommand } from './commands.ts';
 
 export interface Flag {

@@ -11,8 +11,8 @@ import {
   type BinaryResult,
   type DocexClient,
   type OperationName,
-} from '../../../shared/src/core/index.ts';
-import { saveBinary } from '../../../shared/src/node/index.ts';
+} from '@docex/shared';
+import { saveBinary } from '@docex/shared/node';
 import { ConfigError } from '../config.ts';
 import { EXIT, exitCodeFor } from '../exit.ts';
 import { booleanTest, extrasFor, inputOf, parseArgs, type ParsedArgs } from './args.ts';

@@ -10,7 +10,7 @@ import {
   type OperationSpec,
   type ParamSpec,
   type Resource,
-} from '../../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 export class UsageError extends Error {}
 

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
-import type { DocexClient } from '../../../shared/src/core/index.ts';
-import { createNodeClient } from '../../../shared/src/node/index.ts';
+import type { DocexClient } from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
 import { ApiSection, apiKeyFrom, baseUrlFrom, ConfigError, type ApiSettings } from '../config.ts';
 import { readYamlFile } from './yaml.ts';
 

@@ -17,7 +17,7 @@
  * task_id) becomes a "Look Up By" selector.
  */
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
-import type { OperationSpec, ParamSpec, Resource } from '../../../shared/src/core/index.ts';
+import type { OperationSpec, ParamSpec, Resource } from '@docex/shared';
 import { parameterName } from './naming.ts';
 import type { NodeOperation } from './node.type.ts';
 

@@ -20,7 +20,7 @@ import {
   type BinaryResult,
   type FileInput,
   type ParamSpec,
-} from '../../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { BINARY_PROPERTY, collectionOf, isTopLevel, LOOK_UP_BY } from './common.descriptions.ts';
 import { parameterName } from './naming.ts';
 import type { ApiInput, NodeOperation } from './node.type.ts';

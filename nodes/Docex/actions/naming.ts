@@ -9,7 +9,7 @@
  *
  * The names are saved in workflows: test/n8n/__snapshots__ freezes them (docs/n8n.md "Versions").
  */
-import type { OperationSpec } from '../../../shared/src/core/index.ts';
+import type { OperationSpec } from '@docex/shared';
 
 const WORDS: Record<string, string> = { doc: 'document', desc: 'description' };
 

@@ -1,5 +1,5 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import type { DocexClient, OperationSpec, Resource } from '../../../shared/src/core/index.ts';
+import type { DocexClient, OperationSpec, Resource } from '@docex/shared';
 
 /** The API input of one item, read from the node's parameters (snake_case names, as in the table). */
 export type ApiInput = Record<string, unknown>;

@@ -1,2 +1,2 @@
 /** Bounded concurrency and "unless deleted" live in the core, shared with the trigger and the daemon. */
-export { mapLimit, unlessMissing } from '../../../shared/src/core/index.ts';
+export { mapLimit, unlessMissing } from '@docex/shared';

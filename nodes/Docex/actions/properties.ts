@@ -1,6 +1,6 @@
 /** The Docex node's parameters: one Resource list, then each resource's operations and their parameters. */
 import type { INodeProperties } from 'n8n-workflow';
-import { RESOURCES } from '../../../shared/src/core/index.ts';
+import { RESOURCES } from '@docex/shared';
 import { resourceValue } from './common.descriptions.ts';
 import { allOperations, resources } from './router.ts';
 

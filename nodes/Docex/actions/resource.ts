@@ -1,5 +1,5 @@
 /** A resource's operations, taken from the shared operation table; conveniences are added by the resource. */
-import { OPERATIONS, type OperationSpec, type Resource } from '../../../shared/src/core/index.ts';
+import { OPERATIONS, type OperationSpec, type Resource } from '@docex/shared';
 import { operationValue } from './naming.ts';
 import type { NodeOperation } from './node.type.ts';
 

@@ -9,7 +9,7 @@ import {
   type IExecuteFunctions,
   type INodeExecutionData,
 } from 'n8n-workflow';
-import type { DocexClient } from '../../../shared/src/core/index.ts';
+import type { DocexClient } from '@docex/shared';
 import { docexClient } from '../transport/index.ts';
 import * as account from './account/Account.resource.ts';
 import * as agent from './agent/Agent.resource.ts';

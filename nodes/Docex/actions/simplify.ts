@@ -16,7 +16,7 @@ import {
   lineItemsOf,
   type DocumentData,
   type TaskResult,
-} from '../../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 export const SIMPLIFY: INodeProperties = {
   displayName: 'Simplify',

@@ -1,6 +1,6 @@
 /** Folders and templates to pick from in the resource locators, both read from fetch_all_folders. */
 import type { ILoadOptionsFunctions, INodeListSearchItems, INodeListSearchResult } from 'n8n-workflow';
-import type { Folder } from '../../../shared/src/core/index.ts';
+import type { Folder } from '@docex/shared';
 import { docexClient } from '../transport/index.ts';
 
 /** Templates a folder lists by id only (no `templates` entries) are looked up, at most this many. */

@@ -24,7 +24,7 @@ import {
   type Transport,
   type TransportRequest,
   type TransportResponse,
-} from '../../../shared/src/core/index.ts';
+} from '@docex/shared';
 
 export const CREDENTIAL_TYPE = 'docexApi';
 

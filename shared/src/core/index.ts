@@ -21,6 +21,12 @@ export {
   toDateTime,
   type BuildOptions,
 } from './request.ts';
+export {
+  DEFAULT_RATE_MARGIN_MS,
+  SendRateLimiter,
+  type RateLimitOptions,
+  type SendTicket,
+} from './rate-limit.ts';
 export { DEFAULT_RETRY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.ts';
 export * as schemas from './schemas.ts';
 export {

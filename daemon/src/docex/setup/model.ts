@@ -4,7 +4,7 @@
  */
 import { Document } from 'yaml';
 import { z } from 'zod/v4';
-import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '../../../../shared/src/core/index.ts';
+import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '@docex/shared';
 import { ConfigError } from '../../config.ts';
 import type { Located } from '../yaml.ts';
 

@@ -1,5 +1,5 @@
 /** The imperative shell of templates as code: read the account, carry out a plan, rerun. */
-import type { DocexClient, Template } from '../../../../shared/src/core/index.ts';
+import type { DocexClient, Template } from '@docex/shared';
 import type { Account, RemoteFolder, RemoteTemplate } from './model.ts';
 import { PlanError, type Action, type Plan } from './plan.ts';
 

@@ -1,4 +1,4 @@
-import { OPERATIONS, type DocumentData } from '../../../../shared/src/core/index.ts';
+import { OPERATIONS, type DocumentData } from '@docex/shared';
 import { resourceProperties } from '../common.descriptions.ts';
 import { jsonItem } from '../common.execute.ts';
 import type { NodeOperation } from '../node.type.ts';

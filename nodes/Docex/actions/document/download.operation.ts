@@ -1,6 +1,6 @@
 /** Download File (fetch_file) and Download ZIP (fetch_files_batch): the answer as binary output. */
 import type { IDataObject, INodeProperties } from 'n8n-workflow';
-import type { BinaryResult, OperationName } from '../../../../shared/src/core/index.ts';
+import type { BinaryResult, OperationName } from '@docex/shared';
 import { binaryItem } from '../common.execute.ts';
 import type { Runner } from '../node.type.ts';
 

@@ -17,7 +17,7 @@ import {
   type FileInput,
   type InputOf,
   type WaitResult,
-} from '../../../../shared/src/core/index.ts';
+} from '@docex/shared';
 import { jsonItem } from '../common.execute.ts';
 import type { Runner } from '../node.type.ts';
 import { hasFields, SIMPLIFY, simplifyDocument } from '../simplify.ts';

@@ -4,7 +4,7 @@
  * most recent documents (highest IDs) are kept, newest first.
  */
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { documentsData, type InputOf } from '../../../../shared/src/core/index.ts';
+import { documentsData, type InputOf } from '@docex/shared';
 import { RETURN_ALL } from '../common.descriptions.ts';
 import { jsonItem, limitOf } from '../common.execute.ts';
 import { SIMPLIFY, simplifyDocument } from '../simplify.ts';

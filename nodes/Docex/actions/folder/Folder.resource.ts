@@ -1,5 +1,5 @@
 import type { IDataObject } from 'n8n-workflow';
-import type { Folder } from '../../../../shared/src/core/index.ts';
+import type { Folder } from '@docex/shared';
 import { resourceProperties, RETURN_ALL } from '../common.descriptions.ts';
 import { jsonItem, limitOf } from '../common.execute.ts';
 import { fromTable } from '../resource.ts';

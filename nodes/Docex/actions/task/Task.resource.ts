@@ -1,4 +1,4 @@
-import type { TaskResult } from '../../../../shared/src/core/index.ts';
+import type { TaskResult } from '@docex/shared';
 import { resourceProperties } from '../common.descriptions.ts';
 import { jsonItem } from '../common.execute.ts';
 import { fromTable } from '../resource.ts';

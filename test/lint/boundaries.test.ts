@@ -1,0 +1,72 @@
+/**
+ * The package boundaries hold by construction: the repo's own ESLint config refuses Node code in
+ * n8n node code (nodes/, credentials/) and in the pure core (shared/src/core/), whichever way it is
+ * imported. Each probe is linted as if it were a file at that path.
+ */
+import { join } from 'node:path';
+import { ESLint } from 'eslint';
+import { describe, expect, test } from 'vitest';
+
+const eslint = new ESLint({ cwd: join(import.meta.dirname, '../..') });
+
+async function restrictedImports(filePath: string, importPath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(`import * as probe from '${importPath}';\nexport { probe };\n`, {
+    filePath,
+  });
+  return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+}
+
+describe.each(['nodes/Docex/actions/probe.ts', 'nodes/DocexTrigger/probe.ts', 'credentials/probe.ts'])(
+  'n8n node code (%s)',
+  (file) => {
+    test('may import the pure core and n8n-workflow', async () => {
+      expect(await restrictedImports(file, '@docex/shared')).toEqual([]);
+      expect(await restrictedImports(file, 'n8n-workflow')).toEqual([]);
+    });
+
+    test.each(['@docex/shared/node', '@docex/shared/src/node/index.ts'])(
+      'may not import %s',
+      async (path) => {
+        expect((await restrictedImports(file, path)).join()).toMatch(/only the pure core/);
+      },
+    );
+
+    test.each(['node:fs', 'fs', 'node:timers/promises', 'crypto'])(
+      'may not import the built-in %s',
+      async (path) => {
+        expect((await restrictedImports(file, path)).join()).toMatch(/no Node built-ins/);
+      },
+    );
+
+    test.each(['../../shared/src/node/index.ts', '../../../shared/src/core/index.ts', '../shared'])(
+      'may not reach into shared/ by path (%s)',
+      async (path) => {
+        expect((await restrictedImports(file, path)).join()).toMatch(
+          /import '@docex\/shared', not its files/,
+        );
+      },
+    );
+  },
+);
+
+describe('the pure core (shared/src/core/)', () => {
+  const file = 'shared/src/core/probe.ts';
+
+  test('may import its own modules and zod', async () => {
+    expect(await restrictedImports(file, './errors.ts')).toEqual([]);
+    expect(await restrictedImports(file, 'zod')).toEqual([]);
+  });
+
+  test.each([
+    'node:fs',
+    'fs/promises',
+    'stream',
+    'got',
+    'p-queue',
+    'pino',
+    '../node/transport.ts',
+    '@docex/shared/node',
+  ])('may not import %s', async (path) => {
+    expect((await restrictedImports(file, path)).join()).toMatch(/the core is pure/);
+  });
+});
