@@ -28,6 +28,8 @@ export class FolderWatcher {
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private readonly skipped = new Set<string>();
+  /** Files the start-up scan renamed (names not valid UTF-8): recorded by the scan, not by chokidar's event. */
+  private readonly renamedAtStart = new Set<string>();
   private readonly watch: WatchConfig;
   private readonly sink: CandidateSink;
   private readonly log: Logger;
@@ -65,7 +67,7 @@ export class FolderWatcher {
     });
     this.watcher
       .on('add', (path, stats) => {
-        if (ready) return void this.check(path);
+        if (ready) return void (this.renamedAtStart.delete(path) || this.check(path));
         // chokidar lstats (followSymlinks: false): anything but a regular file gets a look of its own.
         initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
         this.scanned?.();
@@ -186,8 +188,9 @@ export class FolderWatcher {
         () => false,
       );
       const name = await this.nameOf(dir, raw, isFile);
-      if (name !== undefined && !isIgnored(this.watch, relative(this.watch.path, join(dir, name))))
-        found.push(this.describe(join(dir, name)));
+      if (name === undefined || isIgnored(this.watch, relative(this.watch.path, join(dir, name)))) continue;
+      this.renamedAtStart.add(join(dir, name));
+      found.push(this.describe(join(dir, name)));
     }
     return found;
   }
