@@ -95,8 +95,15 @@ export const ConfigSchema = z.strictObject({
       max_attempts: positiveInt.default(10),
       retry_base_ms: positiveInt.default(5_000),
       retry_max_ms: positiveInt.default(15 * 60_000),
+      /** A paused watch (template or folder unknown to the service) sends one file this often to see whether it is back. */
+      probe_interval_ms: positiveInt.default(60_000),
     })
-    .default({ max_attempts: 10, retry_base_ms: 5_000, retry_max_ms: 15 * 60_000 }),
+    .default({
+      max_attempts: 10,
+      retry_base_ms: 5_000,
+      retry_max_ms: 15 * 60_000,
+      probe_interval_ms: 60_000,
+    }),
   watch: z.array(WatchFolder).min(1),
   pull: z
     .strictObject({

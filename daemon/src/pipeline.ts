@@ -75,8 +75,6 @@ const sha256File = (path: string) =>
 
 /** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
 const LOCAL_JOBS = 8;
-/** A paused watch sends one file every this long to see whether the template or folder is back. */
-const PROBE_MS = 60_000;
 const UNREACHABLE = 'service.unreachable';
 const POLL_GRACE_MS = 2000;
 
@@ -162,11 +160,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       }
     } else if (effect.kind === 'pause-watch') {
       const now = this.now();
+      const probeMs = this.deps.config.upload.probe_interval_ms;
       const already = db.pausedWatches().some((w) => w.path === row.watch);
-      db.pauseWatch(row.watch, effect.reason, now, now + PROBE_MS);
+      db.pauseWatch(row.watch, effect.reason, now, now + probeMs);
       if (already) return; // another upload of the same watch found it out at the same time
       log.error(
-        { folder: row.watch, reason: effect.reason, retryInMs: PROBE_MS },
+        { folder: row.watch, reason: effect.reason, retryInMs: probeMs },
         'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
       );
       this.emit('watch-paused', row.watch, effect.reason);
@@ -361,7 +360,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         continue;
       }
       this.probing.add(paused.path);
-      db.pauseWatch(paused.path, paused.paused_reason, paused.paused_at, now + PROBE_MS);
+      db.pauseWatch(
+        paused.path,
+        paused.paused_reason,
+        paused.paused_at,
+        now + config.upload.probe_interval_ms,
+      );
       starting(row);
     }
     if (this.running.upload >= limit) return;

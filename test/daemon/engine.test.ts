@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../daemon/src/lifecycle.ts';
 import { SCHEMA_VERSION, StateDb, StateLockedError } from '../../daemon/src/state.ts';
-import { invoice, makeWorld, until, type World } from './helpers.ts';
+import { createNodeClient } from '../../shared/src/node/index.ts';
+import { invoice, makeWorld, SECRET, until, type World } from './helpers.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 let world: World;
@@ -60,6 +61,44 @@ describe('run-level faults are not file failures', () => {
     expect(daemon.db.problems().paused_watches).toEqual([
       { watch: join(world.dir, 'inbox'), reason: expect.stringContaining('404'), since: expect.any(String) },
     ]);
+  });
+
+  it('a paused watch resumes when its probe succeeds: the template is created on the service, the queued files go up', async () => {
+    world = await makeWorld();
+    // The emulator numbers templates in order: the next one it creates gets this id.
+    const missing = world.templateId + 1;
+    await editConfig(world, (y) =>
+      y
+        .replace(/template_id: \d+/, `template_id: ${missing}`)
+        .replace('max_attempts: 20 }', 'max_attempts: 20, probe_interval_ms: 1000 }'),
+    );
+    const daemon = await world.start();
+    const events: string[] = [];
+    daemon.pipeline.on('watch-paused', () => events.push('paused'));
+    daemon.pipeline.on('watch-resumed', () => events.push('resumed'));
+    for (const n of ['1', '2', '3']) await writeFile(join(world.dir, 'inbox', `${n}.txt`), invoice(`R-${n}`));
+    await until('watch paused', () => daemon.db.pausedWatches().length === 1);
+    await until('all three stable', () => daemon.db.counts().stable === 3);
+    const probesBefore = world.emulator.stats().requestsByOperation.upload_file!;
+    // A probe a second: the watch stays paused while the template is missing.
+    await until('probed again', () => world.emulator.stats().requestsByOperation.upload_file! > probesBefore);
+    expect(daemon.db.pausedWatches()).toHaveLength(1);
+    expect(daemon.db.counts().stable).toBe(3);
+
+    const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    const folder = await client.createFolder({ name: 'Late' });
+    const template = await client.createTemplate({ folder_id: folder.id, name: 'Invoice, at last' });
+    expect(template.id).toBe(missing);
+
+    await until('all archived', () => daemon.db.counts().archived === 3, 15_000);
+    expect(daemon.db.pausedWatches()).toEqual([]);
+    expect(daemon.db.problems().paused_watches).toEqual([]);
+    expect(events).toEqual(['paused', 'resumed']);
+    expect(daemon.db.counts().failed).toBe(0);
+    expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(['1.txt', '2.txt', '3.txt']);
+    const docs = daemon.db.inState('archived').map((r) => r.document_id);
+    expect(new Set(docs).size).toBe(3);
+    expect(world.logs.join('')).toContain('watch resumed');
   });
 
   it('task_timeout_ms counts from the upload: a task that never finishes fails on time with its error.json', async () => {
