@@ -6,14 +6,9 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import {
-  DocexAuthenticationError,
-  DocexConnectionError,
-  DocexNotFoundError,
-  DocexPermissionError,
-  type DocexClient,
-} from '@docex/shared';
+import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
 import type { Config } from './config.ts';
+import { EXIT, exitCodeFor } from './exit.ts';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */
@@ -94,14 +89,17 @@ export async function checkConfig(
   try {
     const answer = await client.checkApiKey();
     if (!answer.valid)
-      return { problems: [...problems, `API key: ${baseUrl} says it is not valid`], exitCode: 3 };
+      return { problems: [...problems, `API key: ${baseUrl} says it is not valid`], exitCode: EXIT.auth };
   } catch (error) {
-    if (error instanceof DocexAuthenticationError || error instanceof DocexPermissionError)
-      return { problems: [...problems, `API key: refused by ${baseUrl} (${error.message})`], exitCode: 3 };
-    if (error instanceof DocexConnectionError)
+    const exitCode = exitCodeFor(error);
+    const message = error instanceof Error ? error.message : String(error);
+    // A 403 to check_api_key, whatever its words, can only mean the key is not let in.
+    if (exitCode === EXIT.auth || error instanceof DocexPermissionError)
+      return { problems: [...problems, `API key: refused by ${baseUrl} (${message})`], exitCode: EXIT.auth };
+    if (exitCode === EXIT.unreachable)
       return {
-        problems: [...problems, `api.base_url: ${baseUrl} cannot be reached (${error.message})`],
-        exitCode: 4,
+        problems: [...problems, `api.base_url: ${baseUrl} cannot be reached (${message})`],
+        exitCode,
       };
     throw error;
   }

@@ -1,13 +1,25 @@
-/** Exit codes shared by docex-sync and docex (docs/daemon.md, docs/cli.md), and which error gives which. */
-import { DocexAuthenticationError, DocexConnectionError } from '@docex/shared';
+/**
+ * Exit codes shared by docex-sync and docex (docs/daemon.md, docs/cli.md). A failure from the
+ * service exits with what its classification says (DocexError.kind, decided once where the error is
+ * made), never with a second guess from here.
+ */
+import { DocexError, type ErrorKind } from '@docex/shared';
 import { ConfigError } from './config.ts';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+const EXIT_OF_KIND: Record<ErrorKind, ExitCode> = {
+  // Refused the same way next time: the request (or the answer) is wrong, not the moment.
+  permanent: EXIT.failure,
+  auth: EXIT.auth,
+  // Unreachable or unavailable after the client's retries (network, timeout, 429, 5xx): try later.
+  transient: EXIT.unreachable,
+  aborted: EXIT.failure,
+};
+
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof ConfigError) return EXIT.usage;
-  if (error instanceof DocexAuthenticationError) return EXIT.auth;
-  if (error instanceof DocexConnectionError) return EXIT.unreachable;
+  if (error instanceof DocexError) return EXIT_OF_KIND[error.kind];
   return EXIT.failure;
 }
