@@ -12,7 +12,7 @@ const nodeBuiltins = ['node:*', ...builtinModules];
 /** A relative import that climbs into shared/ instead of going through the package's exports. */
 const intoSharedByPath = {
   regex: '^\\.{1,2}/(.*/)?shared(/|$)',
-  message: "import '@docex/shared', not its files",
+  message: "import '@docex/shared' or '@docex/shared/node', not its files",
 };
 
 const nodeGlobals = Object.fromEntries(
@@ -45,6 +45,12 @@ export default tseslint.config(
       '@typescript-eslint/no-empty-object-type': 'off',
       'no-control-regex': 'off',
     },
+  },
+  {
+    // Outside shared/ its package exports are the only way in.
+    files: ['**/*.ts'],
+    ignores: ['shared/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [intoSharedByPath] }] },
   },
   {
     // Tests read JSON answers loosely.

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../daemon/src/lifecycle.ts';
 import { SCHEMA_VERSION, StateDb, StateLockedError } from '../../daemon/src/state.ts';
-import { createNodeClient } from '../../shared/src/node/index.ts';
+import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from './helpers.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
