@@ -9,6 +9,7 @@ import { booleanTest, extrasFor, inputOf, parseArgs } from '../../daemon/src/doc
 import { findOperationCommand, OPERATION_COMMANDS } from '../../daemon/src/docex/commands.ts';
 import { OPERATION_NAMES, OPERATIONS } from '@docex/shared';
 import { ACME_KEY, GLOBEX_KEY, inProcess, useCliWorld } from './helpers.ts';
+import { templateWithField } from '../support/templates.ts';
 
 const world = useCliWorld();
 
@@ -124,11 +125,8 @@ describe('docex as a process', { timeout: 120_000 }, () => {
   it('uploads and waits, downloads one file and a ZIP, and reruns by template', async () => {
     const acme = world.client(ACME_KEY);
     const folder = await acme.createFolder({ name: 'Uploads' });
-    const template = await acme.createTemplate({ folder_id: folder.id, name: 'Upload test' });
-    await acme.createField({
-      template_id: template.id,
+    const template = await templateWithField(acme, folder.id, 'Upload test', {
       name: 'Total',
-      type: 'General fields',
       format: 'total_price',
     });
     await writeFile(join(world.dir, 'invoice.txt'), 'Invoice number: U-1\nTotal: 9,90\n');

@@ -13,6 +13,7 @@ import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { until } from '../daemon/helpers.ts';
 import { packAsDocumented, repo, type Packed } from './pack.ts';
+import { templateWithField } from '../support/templates.ts';
 
 const KEY = 'sk-operator-key-0042';
 const manifest = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as {
@@ -114,13 +115,7 @@ describe('the docex-sync package from a plain npm pack', () => {
   it('checks its config and processes a dropped file, installed with its own dependencies', async () => {
     const client = createNodeClient({ baseUrl: emulator.url, apiKey: KEY });
     const folder = await client.createFolder({ name: 'AP' });
-    const template = await client.createTemplate({ folder_id: folder.id, name: 'Invoice' });
-    await client.createField({
-      template_id: template.id,
-      name: 'Invoice number',
-      type: 'General fields',
-      format: 'invoice_number',
-    });
+    const template = await templateWithField(client, folder.id, 'Invoice');
     const ops = join(packed.dir, 'ops');
     await mkdir(join(ops, 'inbox'), { recursive: true });
     const config = join(ops, 'docex-sync.yaml');

@@ -19,6 +19,7 @@ import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
 import { freePort, startPostgres, startProcess, startRedis, until, type Service } from './services.ts';
+import { templateWithField } from '../support/templates.ts';
 
 let n8n: RealN8n;
 let redis: Service | undefined;
@@ -124,16 +125,7 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
   it('a worker extracts files a webhook received on main; the trigger polls on main and its executions run on workers, each document once', async () => {
     const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
     const folder = await client.createFolder({ name: 'queue e2e' });
-    const template = async (name: string) => {
-      const t = await client.createTemplate({ folder_id: folder.id, name });
-      await client.createField({
-        template_id: t.id,
-        name: 'Invoice number',
-        type: 'General fields',
-        format: 'invoice_number',
-      });
-      return t.id;
-    };
+    const template = async (name: string) => (await templateWithField(client, folder.id, name)).id;
     const extractTemplate = await template('Webhook invoices');
     const triggerTemplate = await template('Polled invoices');
 

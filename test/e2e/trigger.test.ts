@@ -14,6 +14,7 @@ import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
 import { freePort } from './services.ts';
+import { templateWithField } from '../support/templates.ts';
 
 let n8n: RealN8n;
 let server: ChildProcess | undefined;
@@ -88,13 +89,7 @@ describe('the trigger in a running n8n', () => {
   it('emits what changed since Start From on activation, then only new and changed documents, each once', async () => {
     const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
     const folder = await client.createFolder({ name: 'trigger e2e' });
-    const template = await client.createTemplate({ folder_id: folder.id, name: 'Invoices' });
-    await client.createField({
-      template_id: template.id,
-      name: 'Invoice number',
-      type: 'General fields',
-      format: 'invoice_number',
-    });
+    const template = await templateWithField(client, folder.id, 'Invoices');
     const upload = async (text: string, extra: { doc_id?: number } = {}) => {
       const { tasks } = await client.uploadAndWait(
         {

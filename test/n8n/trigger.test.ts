@@ -10,6 +10,7 @@ import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { pollingTrigger, type Credentials } from './harness.ts';
+import { templateWithField } from '../support/templates.ts';
 
 let emu: Emulator;
 let client: DocexClient;
@@ -42,13 +43,7 @@ afterEach(() => {
 
 /** A template of its own per test, so each trigger sees only its test's documents. */
 async function newTemplate(): Promise<number> {
-  const t = await client.createTemplate({ folder_id: folderId, name: `t${++n}` });
-  await client.createField({
-    template_id: t.id,
-    name: 'Invoice number',
-    type: 'General fields',
-    format: 'text',
-  });
+  const t = await templateWithField(client, folderId, `t${++n}`, { name: 'Invoice number', format: 'text' });
   return t.id;
 }
 
