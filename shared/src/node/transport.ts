@@ -21,6 +21,7 @@ import {
   DocexTimeoutError,
 } from '../core/errors.ts';
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
+import { collectingPacer } from './collect.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
 import {
   TransportError,
@@ -283,8 +284,12 @@ const provenUnsent = new WeakSet<object>();
  * stops early releases the connection and the queue slot.
  */
 async function* guardedBody(stream: Readable, request: TransportRequest): AsyncGenerator<Uint8Array> {
+  const pace = collectingPacer();
   try {
-    for await (const chunk of stream) yield chunk as Uint8Array;
+    for await (const chunk of stream) {
+      pace((chunk as Uint8Array).byteLength);
+      yield chunk as Uint8Array;
+    }
   } catch (error) {
     const e = toTransportError(error, request.signal);
     if (e.kind === 'abort')
