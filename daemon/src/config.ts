@@ -1,16 +1,15 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
-import nodeCron from 'node-cron';
-import { parse } from 'yaml';
 import { z } from 'zod/v4';
+import { nodeCron, yaml } from './lazy.ts';
 import { NOTIFY_EVENTS } from './notify.ts';
 import { didYouMean } from './suggest.ts';
 
 const positiveInt = z.number().int().positive();
 /** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
 const cron = z.string().check((ctx) => {
-  if (!nodeCron.validate(ctx.value))
+  if (!nodeCron().validate(ctx.value))
     ctx.issues.push({
       code: 'custom',
       input: ctx.value,
@@ -194,7 +193,7 @@ export function loadConfig(file: string): Config {
   }
   let raw: unknown;
   try {
-    raw = parse(text);
+    raw = yaml().parse(text);
   } catch (error) {
     throw new ConfigError(`${file}: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
   }

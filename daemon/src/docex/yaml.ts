@@ -1,8 +1,9 @@
 /** YAML files checked with zod, whose mistakes name the file, the line and the key. */
 import { readFileSync } from 'node:fs';
-import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import type { Document, LineCounter } from 'yaml';
 import type { z } from 'zod/v4';
 import { ConfigError } from '../config.ts';
+import { yaml } from '../lazy.ts';
 
 export type Path = ReadonlyArray<PropertyKey>;
 
@@ -25,7 +26,7 @@ function locator(doc: Document, counter: LineCounter) {
   return (path: Path): number | undefined => {
     for (let n = path.length; n >= 0; n--) {
       const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n) as unknown[], true);
-      if (isNode(node) && node.range) return counter.linePos(node.range[0]).line;
+      if (yaml().isNode(node) && node.range) return counter.linePos(node.range[0]).line;
     }
     return undefined;
   };
@@ -33,6 +34,7 @@ function locator(doc: Document, counter: LineCounter) {
 
 /** Parses `text` (named `file` in messages) and checks it with `schema`. */
 export function parseYaml<S extends z.ZodType>(text: string, file: string, schema: S): Located<z.output<S>> {
+  const { LineCounter, parseDocument } = yaml();
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: true });
   if (doc.errors.length) {

@@ -2,10 +2,10 @@
  * Templates as code: the setup file's schema, the account as read from the service, and the
  * conversion of an account into a setup file (export). Pure (docs/templates-as-code.md).
  */
-import { Document } from 'yaml';
 import { z } from 'zod/v4';
 import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '@docex/shared';
 import { ConfigError } from '../../config.ts';
+import { yaml } from '../../lazy.ts';
 import type { Located } from '../yaml.ts';
 
 const Name = z.string().trim().min(1, 'a name is required');
@@ -191,7 +191,7 @@ export function toSetup(account: Account, onlyFolders?: ReadonlySet<string>): Se
 }
 
 export function setupToYaml(setup: Setup): string {
-  const doc = new Document(setup);
+  const doc = new (yaml().Document)(setup);
   doc.commentBefore =
     ' docex templates as code: `docex templates plan FILE`, then `docex templates apply FILE`.\n' +
     ' Names identify folders, templates and fields; see docs/templates-as-code.md.';
