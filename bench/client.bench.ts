@@ -5,10 +5,11 @@
  *
  * - small JSON requests (fetch_folder), 1 and 4 in flight: client CPU per request of `client.call`
  *   against a plain `fetch` loop (undici, Node's own HTTP client). Goal: at most 1.5x.
- * - big transfers from and to disk (DOCEX_BENCH_MB, default 1024 MiB; 0 skips them): upload of a file from a path
- *   and download with fetchFile + saveBinary, against curl doing the same (when curl is installed):
- *   throughput, and peak RSS (the process's high-water mark, VmHWM) next to its RSS before the
- *   transfer (what loading the code costs). Goal: peak under 120 MB.
+ * - big transfers from and to disk (DOCEX_BENCH_MB, default 1024 MiB; 0 skips them) by the built
+ *   docex CLI (daemon/dist/docex.js, built first), as users run it: `docex tasks upload FILE` and
+ *   `docex documents download-file N -o FILE`, against curl doing the same (when installed):
+ *   throughput, and peak RSS (VmHWM, through /usr/bin/time) next to the peak of a small command
+ *   (what loading the code costs). Goal: peak under 120 MB. See docs/client.md, "Memory".
  *
  * The server is a child process of its own (bench/server.ts). No timing is asserted anywhere.
  */
@@ -19,16 +20,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createNodeClient, saveBinary } from '@docex/shared/node';
+import { createNodeClient } from '@docex/shared/node';
 import type { BenchRow } from './run.ts';
 
 const MB = 1024 * 1024;
 const KEY = 'bench-api-key-0123456789';
+const repo = fileURLToPath(new URL('..', import.meta.url));
 const TRANSFER_MB = Number(process.env.DOCEX_BENCH_MB ?? 1024);
 const REQUESTS = Number(process.env.DOCEX_BENCH_REQUESTS ?? 2000);
 const WARMUP = 300;
 const REQUEST_REPS = Number(process.env.DOCEX_BENCH_REPS ?? 5);
-const TRANSFER_REPS = 2;
+const TRANSFER_REPS = Number(process.env.DOCEX_BENCH_TRANSFER_REPS ?? 3);
 const CPU_GOAL = 1.5;
 const RSS_GOAL_MB = 120;
 
@@ -114,25 +116,6 @@ const CASES: Record<string, (url: string, dir: string) => Promise<CaseResult>> =
   'requests-client-1': (url) => fetchFolderLoop(url, 1, 'client')(),
   'requests-fetch-4': (url) => fetchFolderLoop(url, 4, 'fetch')(),
   'requests-client-4': (url) => fetchFolderLoop(url, 4, 'client')(),
-
-  async 'upload-client'(url, dir) {
-    const path = join(dir, 'upload.pdf');
-    const client = createNodeClient({ baseUrl: url, apiKey: KEY });
-    return measured(async () => {
-      const result = await client.uploadFile({ files: [{ path }] });
-      return { bytes: (result.raw as { bytes: number }).bytes };
-    });
-  },
-
-  async 'download-client'(url, dir) {
-    const client = createNodeClient({ baseUrl: url, apiKey: KEY });
-    const path = join(dir, `download-${process.pid}.bin`);
-    const result = await measured(async () => ({
-      bytes: await saveBinary(await client.fetchFile({ document_id: TRANSFER_MB }), path),
-    }));
-    await rm(path);
-    return result;
-  },
 };
 
 function inChild(name: string, url: string, dir: string): Promise<CaseResult> {
@@ -149,26 +132,23 @@ function inChild(name: string, url: string, dir: string): Promise<CaseResult> {
 
 const run = promisify(execFile);
 
-/** curl through /usr/bin/time, which reports its peak RSS (KB) on stderr. */
-async function curl(args: string[]): Promise<CaseResult | undefined> {
+/** A command through /usr/bin/time, which reports its peak RSS (KB) on stderr. */
+async function peakOf(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<CaseResult | undefined> {
   try {
     const started = performance.now();
-    const { stderr } = await run('/usr/bin/time', [
-      '-f',
-      'MAXRSS %M',
-      'curl',
-      '-sS',
-      '-o',
-      '/dev/null',
-      ...args,
-    ]);
+    const { stderr } = await run('/usr/bin/time', ['-f', 'MAXRSS %M', command, ...args], { env });
     const seconds = (performance.now() - started) / 1000;
     const kb = Number(/MAXRSS (\d+)/.exec(stderr)?.[1]);
     return { seconds, peakRssMb: kb / 1024, bytes: TRANSFER_MB * MB };
-  } catch {
-    return undefined; // curl or /usr/bin/time missing
+  } catch (error) {
+    // /usr/bin/time missing, or the command (curl) missing: exit status 127.
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOENT' || code === 127) return undefined;
+    throw error;
   }
 }
+
+const curl = (args: string[]) => peakOf('curl', ['-sS', '-o', '/dev/null', ...args]);
 
 const median = (values: number[]) => {
   const s = [...values].sort((a, b) => a - b);
@@ -194,14 +174,26 @@ export default async function clientBench(): Promise<BenchRow[]> {
     }
     const uploadPath = join(dir, 'upload.pdf');
     await sparseFile(uploadPath, TRANSFER_MB);
+    if (TRANSFER_MB > 0) await run(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo });
+    // The built docex CLI, as installed: `docex tasks upload FILE`, `docex documents download-file N -o FILE`.
+    const env = { ...process.env, DOCEX_BASE_URL: url, DOCEX_API_KEY: KEY, XDG_CONFIG_HOME: dir };
+    const docex = (...args: string[]) => peakOf(process.execPath, [join(repo, 'daemon/dist/docex.js'), ...args], env);
+    const downloaded = join(dir, 'download.bin');
+    const cases: Record<string, () => Promise<CaseResult | undefined>> = {
+      'start-docex': () => docex('folders', 'get', '1'),
+      'upload-docex': () => docex('tasks', 'upload', uploadPath),
+      'upload-curl': () => curl(['-F', `files=@${uploadPath};type=application/pdf`, `${url}/v1/upload_file/`]),
+      'download-docex': async () => {
+        const result = await docex('documents', 'download-file', String(TRANSFER_MB), '-o', downloaded);
+        if ((await stat(downloaded)).size !== TRANSFER_MB * MB) throw new Error('the download is incomplete');
+        await rm(downloaded);
+        return result;
+      },
+      'download-curl': () => curl([`${url}/v1/fetch_file/?document_id=${TRANSFER_MB}`]),
+    };
+    const names = Object.keys(cases);
     for (let rep = 0; rep < (TRANSFER_MB > 0 ? TRANSFER_REPS : 0); rep++) {
-      record('upload-client', await inChild('upload-client', url, dir));
-      record(
-        'upload-curl',
-        await curl(['-F', `files=@${uploadPath};type=application/pdf`, `${url}/v1/upload_file/`]),
-      );
-      record('download-client', await inChild('download-client', url, dir));
-      record('download-curl', await curl([`${url}/v1/fetch_file/?document_id=${TRANSFER_MB}`]));
+      for (const name of rep % 2 ? [...names].reverse() : names) record(name, await cases[name]!());
     }
     if ((await stat(uploadPath)).size !== TRANSFER_MB * MB) throw new Error('the upload file changed');
   } finally {
@@ -245,21 +237,23 @@ export default async function clientBench(): Promise<BenchRow[]> {
     );
   }
   const transfer = (what: string, clientName: string, curlName: string) => {
-    const c = results[clientName]!;
+    const c = results[clientName];
     const k = results[curlName];
+    if (!c) return void rows.push({ measure: `${what}: /usr/bin/time missing`, value: NaN, unit: '' });
     const mbps = (r: CaseResult) => r.bytes! / MB / r.seconds;
+    const start = results['start-docex'] ?? [];
     rows.push(
       {
-        measure: `${what} ${TRANSFER_MB} MiB: client throughput`,
+        measure: `${what} ${TRANSFER_MB} MiB: throughput`,
         value: median(c.map(mbps)),
         unit: 'MB/s',
         note: k ? `curl ${median(k.map(mbps)).toFixed(0)} MB/s` : 'curl not installed',
       },
       {
-        measure: `  client peak RSS`,
+        measure: `  docex peak RSS`,
         value: median(c.map((r) => r.peakRssMb!)),
         unit: 'MB',
-        note: `${spread(c.map((r) => r.peakRssMb!))}; ${median(c.map((r) => r.startRssMb!)).toFixed(0)} MB before the transfer; goal < ${RSS_GOAL_MB} MB`,
+        note: `${spread(c.map((r) => r.peakRssMb!))}; goal < ${RSS_GOAL_MB} MB; a small command (folders get) peaks at ${median(start.map((r) => r.peakRssMb!)).toFixed(0)} MB`,
       },
       ...(k
         ? [
@@ -277,8 +271,8 @@ export default async function clientBench(): Promise<BenchRow[]> {
     );
   };
   if (TRANSFER_MB > 0) {
-    transfer('upload from a path', 'upload-client', 'upload-curl');
-    transfer('download to disk (fetchFile + saveBinary)', 'download-client', 'download-curl');
+    transfer('docex tasks upload FILE', 'upload-docex', 'upload-curl');
+    transfer('docex documents download-file N -o FILE', 'download-docex', 'download-curl');
   }
   return rows;
 }

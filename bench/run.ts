@@ -4,6 +4,7 @@
  * A bench module's default export is `() => Promise<BenchRow[]>`.
  */
 import { readdir } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 
@@ -43,12 +44,14 @@ async function main() {
     .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
     .sort();
   if (files.length === 0) throw new Error(`no bench/*.bench.ts matches ${filters.join(' ')}`);
-  console.log(`node ${process.version}, ${process.platform}/${process.arch}`);
+  const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+  console.log(`node ${process.version}, ${process.platform}/${process.arch}, load average ${load()}`);
   for (const file of files) {
     const started = performance.now();
     const mod = (await import(pathToFileURL(join(dir, file)).href)) as { default: () => Promise<BenchRow[]> };
     const rows = await mod.default();
-    console.log(`\n${file} (${((performance.now() - started) / 1000).toFixed(1)} s)\n${table(rows)}`);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    console.log(`\n${file} (${seconds} s, load average after: ${load()})\n${table(rows)}`);
   }
 }
 
