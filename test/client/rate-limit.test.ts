@@ -5,10 +5,10 @@
  * emulator's own limit set to exactly the configured rate, no request gets a 429.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { jitterProxy } from '../support/jitter-proxy.ts';
 import { startEmulator, DEFAULT_COMPANIES, type Emulator } from '../../emulator/index.ts';
 import { SendRateLimiter, type SendTicket } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
@@ -102,6 +102,13 @@ describe('SendRateLimiter (simulated clock)', () => {
     // the same admissions, counted at admission time, say nothing about the sends.
   });
 
+  test('the node client spaces by (window + rateMarginMs) / intervalCap, 50 ms margin by default', () => {
+    const base = { baseUrl: 'http://127.0.0.1:1', apiKey: 'k', intervalCap: 10 };
+    expect(createNodeClient(base).transport.limiter!.spanMs).toBe(1050);
+    expect(createNodeClient({ ...base, rateMarginMs: 200 }).transport.limiter!.spanMs).toBe(1200);
+    expect(createNodeClient({ ...base, rateMarginMs: 0 }).transport.limiter!.spacingMs).toBe(100);
+  });
+
   test('an abort while waiting rejects without taking a place', async () => {
     const clock = simulatedClock();
     const limiter = new SendRateLimiter({ limit: 1, windowMs: 1000, marginMs: 0, ...clock });
@@ -113,55 +120,6 @@ describe('SendRateLimiter (simulated clock)', () => {
     expect(limiter.delayMs(clock.now())).toBeCloseTo(1000, 6);
   });
 });
-
-/**
- * A TCP proxy that delays every chunk from the client by a random 0..jitterMs (order kept within a
- * connection), so arrivals at the server no longer keep the client's spacing.
- */
-async function jitterProxy(target: URL, jitterMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = createConnection(Number(target.port), target.hostname);
-    sockets.add(client).add(upstream);
-    // One queue per connection, drained in order by one timer: separate timers could reorder chunks.
-    const queue: Array<{ at: number; chunk: Buffer }> = [];
-    let last = 0;
-    let ended = false;
-    let timer: NodeJS.Timeout | undefined;
-    const pump = () => {
-      timer = undefined;
-      while (queue.length > 0 && queue[0]!.at <= performance.now()) upstream.write(queue.shift()!.chunk);
-      if (queue.length > 0) timer = setTimeout(pump, queue[0]!.at - performance.now());
-      else if (ended) upstream.end();
-    };
-    client.on('data', (chunk: Buffer) => {
-      last = Math.max(last, performance.now() + Math.random() * jitterMs);
-      queue.push({ at: last, chunk });
-      timer ??= setTimeout(pump, last - performance.now());
-    });
-    client.on('end', () => {
-      ended = true;
-      if (!timer) upstream.end();
-    });
-    upstream.pipe(client);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe('at the server: the emulator limited to exactly the configured rate', () => {
   let emu: Emulator;

@@ -9,7 +9,7 @@
  *   push a burst into the next window: the invariant "at most `limit` requests pending or sent in the
  *   last `windowMs + marginMs`" holds at every instant.
  * - `marginMs` widens the window the client keeps to, for the variance between the client's send and
- *   the server's arrival count (network jitter, a busy server). bench/client.bench.ts measures it.
+ *   the server's arrival count (network jitter, a busy server). bench/rate.bench.ts measures it.
  *
  * Pure: time and sleep come in; no timers of its own.
  */
@@ -26,7 +26,10 @@ export interface RateLimitOptions {
   sleep: Sleep;
 }
 
-/** The default safety margin: above the arrival jitter measured on loopback and LAN (see docs/client.md). */
+/**
+ * The default safety margin: the send-to-arrival spread measured under load on one host is <= 4 ms,
+ * which leaves ~45 ms for the path's jitter (bench/rate.bench.ts; docs/decisions.md, "Throttling").
+ */
 export const DEFAULT_RATE_MARGIN_MS = 50;
 
 export interface SendTicket {

@@ -41,7 +41,10 @@ export interface ThrottleOptions {
    */
   intervalCap?: number;
   intervalMs?: number;
-  /** Safety margin added to the window (default DEFAULT_RATE_MARGIN_MS, 50 ms). */
+  /**
+   * Safety margin added to the window (default DEFAULT_RATE_MARGIN_MS, 50 ms): it must cover the
+   * path's jitter, so raise it for a distant one (docs/decisions.md, "Throttling and timeouts").
+   */
   rateMarginMs?: number;
 }
 
