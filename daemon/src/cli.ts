@@ -60,6 +60,7 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
     concurrency: config.api.concurrency,
     intervalCap: config.api.requests_per_second,
     intervalMs: 1000,
+    rateMarginMs: config.api.rate_margin_ms,
     timeoutMs: config.api.timeout_ms,
     retry: { maxRetries: config.api.max_retries },
     logger: log,

@@ -72,6 +72,8 @@ export const ApiSection = z.strictObject({
   api_key_file: z.string().optional(),
   concurrency: positiveInt.default(4),
   requests_per_second: positiveInt.default(10),
+  /** Widens the rate limit's window for the path's jitter (default: the client's, 50 ms; docs/decisions.md). */
+  rate_margin_ms: z.number().int().min(0).max(10_000).optional(),
   timeout_ms: positiveInt.default(120_000),
   max_retries: z.number().int().min(0).default(4),
 });

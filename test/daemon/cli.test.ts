@@ -77,6 +77,22 @@ describe('conventions', () => {
     expect(r.stderr).toContain('reruns[0].schedule: "99 99 * * * *" is not a valid cron expression');
     expect(r.stderr).not.toMatch(/is a invalid expression/);
   }, 60_000);
+
+  it("api.rate_margin_ms sets the rate limit's safety margin (default: the client's)", async () => {
+    world = await makeWorld();
+    const text = await readFile(world.configFile, 'utf8');
+    expect(loadConfig(world.configFile).api.rate_margin_ms).toBeUndefined();
+    await writeFile(
+      world.configFile,
+      text.replace('max_retries: 2 }', 'max_retries: 2, rate_margin_ms: 200 }'),
+    );
+    expect(loadConfig(world.configFile).api.rate_margin_ms).toBe(200);
+    await writeFile(
+      world.configFile,
+      text.replace('max_retries: 2 }', 'max_retries: 2, rate_margin_ms: -1 }'),
+    );
+    expect(() => loadConfig(world!.configFile)).toThrow(/api\.rate_margin_ms/);
+  }, 60_000);
 });
 
 describe('check proves the config', () => {

@@ -72,6 +72,7 @@ export function clientFrom(
     concurrency: settings.api.concurrency,
     intervalCap: settings.api.requests_per_second,
     intervalMs: 1000,
+    rateMarginMs: settings.api.rate_margin_ms,
     timeoutMs: settings.api.timeout_ms,
     retry: { maxRetries: settings.api.max_retries },
     userAgent: 'docex-cli/0.1',
