@@ -133,7 +133,11 @@ function inChild(name: string, url: string, dir: string): Promise<CaseResult> {
 const run = promisify(execFile);
 
 /** A command through /usr/bin/time, which reports its peak RSS (KB) on stderr. */
-async function peakOf(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<CaseResult | undefined> {
+async function peakOf(
+  command: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<CaseResult | undefined> {
   try {
     const started = performance.now();
     const { stderr } = await run('/usr/bin/time', ['-f', 'MAXRSS %M', command, ...args], { env });
@@ -177,12 +181,14 @@ export default async function clientBench(): Promise<BenchRow[]> {
     if (TRANSFER_MB > 0) await run(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo });
     // The built docex CLI, as installed: `docex tasks upload FILE`, `docex documents download-file N -o FILE`.
     const env = { ...process.env, DOCEX_BASE_URL: url, DOCEX_API_KEY: KEY, XDG_CONFIG_HOME: dir };
-    const docex = (...args: string[]) => peakOf(process.execPath, [join(repo, 'daemon/dist/docex.js'), ...args], env);
+    const docex = (...args: string[]) =>
+      peakOf(process.execPath, [join(repo, 'daemon/dist/docex.js'), ...args], env);
     const downloaded = join(dir, 'download.bin');
     const cases: Record<string, () => Promise<CaseResult | undefined>> = {
       'start-docex': () => docex('folders', 'get', '1'),
       'upload-docex': () => docex('tasks', 'upload', uploadPath),
-      'upload-curl': () => curl(['-F', `files=@${uploadPath};type=application/pdf`, `${url}/v1/upload_file/`]),
+      'upload-curl': () =>
+        curl(['-F', `files=@${uploadPath};type=application/pdf`, `${url}/v1/upload_file/`]),
       'download-docex': async () => {
         const result = await docex('documents', 'download-file', String(TRANSFER_MB), '-o', downloaded);
         if ((await stat(downloaded)).size !== TRANSFER_MB * MB) throw new Error('the download is incomplete');

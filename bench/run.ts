@@ -44,7 +44,10 @@ async function main() {
     .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
     .sort();
   if (files.length === 0) throw new Error(`no bench/*.bench.ts matches ${filters.join(' ')}`);
-  const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
   console.log(`node ${process.version}, ${process.platform}/${process.arch}, load average ${load()}`);
   for (const file of files) {
     const started = performance.now();
