@@ -7,6 +7,7 @@
  */
 import { fork } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -21,6 +22,28 @@ const KEY = 'bench-api-key-0123456789';
 interface RunResult {
   seconds: number;
   cpuMs: number;
+}
+
+/**
+ * With DOCEX_BENCH_PROFILE=dir, a CPU profile of the measured window only (from the drop to the
+ * last file moved; not staging, start-up or stop) is written to dir/<case>-<pid>.cpuprofile.
+ */
+async function profiler() {
+  const dir = process.env.DOCEX_BENCH_PROFILE;
+  if (!dir) return { stop: async () => undefined };
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      await mkdir(dir, { recursive: true });
+      const name = `${process.env.DOCEX_BENCH_CASE}-${process.pid}.cpuprofile`;
+      await writeFile(join(dir, name), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 async function stage(dir: string) {
@@ -62,6 +85,7 @@ async function baseline(dir: string, url: string) {
     await writeFile(`${base}.json`, JSON.stringify({ document: doc, task, source_file: source }, null, 2));
     await rename(source, join(dir, 'processed', name));
   };
+  const profile = await profiler();
   const started = performance.now();
   const cpu = process.cpuUsage();
   await drop(dir);
@@ -71,7 +95,9 @@ async function baseline(dir: string, url: string) {
     while (next < names.length) await one(names[next++]!);
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return finish(started, cpu);
+  const result = finish(started, cpu);
+  await profile.stop();
+  return result;
 }
 
 async function daemon(dir: string, url: string) {
@@ -118,11 +144,13 @@ async function daemon(dir: string, url: string) {
   const failed = new Promise<never>((_, reject) =>
     running.pipeline.on('file-failed', (row) => reject(new Error(`${row.path}: ${row.reason}`))),
   );
+  const profile = await profiler();
   const started = performance.now();
   const cpu = process.cpuUsage();
   await drop(dir);
   await Promise.race([all, failed]);
   const result = finish(started, cpu);
+  await profile.stop();
   await running.stop();
   return result;
 }
@@ -136,9 +164,7 @@ function inChild(name: 'baseline' | 'daemon', url: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, DOCEX_BENCH_CASE: name, DOCEX_BENCH_URL: url },
-      execArgv: process.env.DOCEX_BENCH_PROFILE
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DOCEX_BENCH_PROFILE}`]
-        : [],
+      execArgv: [],
     });
     child.once('message', (m) => resolve(m as RunResult));
     child.once('error', reject);

@@ -9,8 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { createReadStream } from 'node:fs';
-import { lstat, rm, stat } from 'node:fs/promises';
+import { lstat, open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -64,14 +63,25 @@ export interface Candidate {
   ino: number;
 }
 
-const sha256File = (path: string) =>
-  new Promise<string>((resolve, reject) => {
+const HASH_CHUNK = 256 * 1024;
+
+/** The file's SHA-256, and its size and mtime once read (through one handle: no stream, no second stat). */
+async function hashFile(path: string) {
+  const file = await open(path, 'r');
+  try {
     const hash = createHash('sha256');
-    createReadStream(path)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('end', () => resolve(hash.digest('hex')))
-      .on('error', reject);
-  });
+    const buffer = Buffer.allocUnsafe(HASH_CHUNK);
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, HASH_CHUNK, null);
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+    }
+    const after = await file.stat();
+    return { sha256: hash.digest('hex'), size: after.size, mtimeMs: Math.floor(after.mtimeMs) };
+  } finally {
+    await file.close();
+  }
+}
 
 /** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
 const LOCAL_JOBS = 8;
@@ -415,10 +425,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (!seen) return void this.apply(row, { kind: 'file-vanished' });
     const first = this.apply(row, { kind: 'file-seen', size: seen.size, mtimeMs: Math.floor(seen.mtimeMs) });
     if (first.decision.effect.kind !== 'hash') return;
-    const sha256 = await sha256File(row.path).catch(() => undefined);
-    const after = await stat(row.path).catch(() => undefined);
-    if (!sha256 || !after) return void this.apply(first.row, { kind: 'file-vanished' });
-    this.apply(first.row, { kind: 'hashed', sha256, size: after.size, mtimeMs: Math.floor(after.mtimeMs) });
+    const hashed = await hashFile(row.path).catch(() => undefined);
+    if (!hashed) return void this.apply(first.row, { kind: 'file-vanished' });
+    this.apply(first.row, { kind: 'hashed', ...hashed });
   }
 
   private async upload(row: FileRow) {
@@ -495,10 +504,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return void this.apply(current, { kind: 'poll-failed', error });
     }
     let files: string[];
+    const planned = await plannedArchive(watch, row);
     try {
       files = await this.results.write(watch, data, {
         source: row.path,
-        archivedTo: await plannedArchive(watch, row),
+        archivedTo: planned,
         sha256: row.sha256,
         task,
         outcome,
@@ -515,10 +525,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const done = this.apply(current, { kind: 'results-written' }).row;
     this.deps.log.debug({ file: row.path, documentId, outcome }, 'results written');
     this.emit('result-written', done, files);
-    await this.archive(done);
+    await this.archive(done, planned);
   }
 
-  private async archive(row: FileRow) {
+  /** `planned`: where the JSON just written says the original goes (not read back when it went there). */
+  private async archive(row: FileRow, planned?: string | null) {
     const { log, metrics } = this.deps;
     const watch = this.watches.get(row.watch)!;
     try {
@@ -529,7 +540,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         );
         if (there) {
           const target = await moveInto(row.path, watch.processed_dir!, row.rel);
-          if (row.document_id !== null)
+          if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(watch, basename(row.path), row.document_id, target);
         }
       } else if (watch.on_success === 'delete') {

@@ -243,30 +243,39 @@ export class ResultWriter {
     const put = async (name: string, content: string) => {
       const path = inside(target.output, name);
       await writeAtomic(path, content);
-      written.push(path);
+      return path;
     };
     if (target.formats.includes('csv')) {
-      await put(`${base}.fields.csv`, generalCsv(data, ctx.source, fraud, layout, dialect));
-      await put(`${base}.lines.csv`, linesCsv(data, layout, dialect));
+      // The CSV files and the daily row are written (and fsynced) at the same time.
+      const writes: Array<Promise<unknown>> = [
+        put(`${base}.fields.csv`, generalCsv(data, ctx.source, fraud, layout, dialect)),
+        put(`${base}.lines.csv`, linesCsv(data, layout, dialect)),
+      ];
       if (target.daily_csv !== false) {
         const fields = new Map(generalFieldsOf(data).map((f) => [f.name, f.value]));
-        await this.daily.append(
-          inside(target.output, `daily-${localDate(writtenAt)}.csv`),
-          {
-            document_id: data.document_id,
-            source_file: ctx.source,
-            document_name: data.document_name ?? '',
-            archived_to: ctx.archivedTo,
-            outcome: ctx.refreshedBy ? `${ctx.outcome} (rerun)` : ctx.outcome,
-            written_at: writtenAt.toISOString(),
-            fraud_verdict: fraud.verdict,
-            fraud_score: fraud.score,
-          },
-          orderColumns(layout?.general, [...fields.keys()]).map((n) => [n, fields.get(n)] as const),
-          dialect,
-          { again: ctx.refreshedBy !== undefined },
+        writes.push(
+          this.daily.append(
+            inside(target.output, `daily-${localDate(writtenAt)}.csv`),
+            {
+              document_id: data.document_id,
+              source_file: ctx.source,
+              document_name: data.document_name ?? '',
+              archived_to: ctx.archivedTo,
+              outcome: ctx.refreshedBy ? `${ctx.outcome} (rerun)` : ctx.outcome,
+              written_at: writtenAt.toISOString(),
+              fraud_verdict: fraud.verdict,
+              fraud_score: fraud.score,
+            },
+            orderColumns(layout?.general, [...fields.keys()]).map((n) => [n, fields.get(n)] as const),
+            dialect,
+            { again: ctx.refreshedBy !== undefined },
+          ),
         );
       }
+      const settled = await Promise.allSettled(writes);
+      const failure = settled.find((r) => r.status === 'rejected');
+      if (failure) throw failure.reason;
+      written.push(...settled.slice(0, 2).map((r) => (r as PromiseFulfilledResult<string>).value));
     }
     // JSON last: its presence means the set is complete.
     if (target.formats.includes('json')) {
@@ -282,7 +291,7 @@ export class ResultWriter {
         written_at: writtenAt.toISOString(),
         ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
       };
-      await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
+      written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
     }
     return written;
   }

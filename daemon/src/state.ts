@@ -102,6 +102,10 @@ export class StateDb {
   readonly path: string;
   private readonly statements = new Map<string, Database.Statement>();
   private batchOpen = false;
+  /** Rows with a job running in this process: finding due work leaves them out. */
+  private readonly leased = new Set<number>();
+  /** The watches table (a handful of rows), read once and kept in step with this instance's writes. */
+  private paused: PausedWatch[] | undefined;
   private lock: Database.Database | undefined;
 
   constructor(path: string) {
@@ -113,16 +117,14 @@ export class StateDb {
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('temp_store = MEMORY');
     this.migrate();
-    // Rows with a job running in this process: finding due work leaves them out.
-    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS leased (id INTEGER PRIMARY KEY)');
   }
 
-  /** Marks a row as being worked on by this process (not persisted: a restart starts clean). */
+  /** Marks a row as being worked on by this process (in memory: a restart starts clean). */
   lease(id: number) {
-    this.st(`INSERT OR IGNORE INTO temp.leased (id) VALUES (?)`).run(id);
+    this.leased.add(id);
   }
   release(id: number) {
-    this.st(`DELETE FROM temp.leased WHERE id = ?`).run(id);
+    this.leased.delete(id);
   }
 
   private migrate() {
@@ -273,19 +275,25 @@ export class StateDb {
   /** Rows of a state whose next_at has come and that no job holds, soonest first. */
   due(state: FileState, now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    return this.st(
-      `SELECT * FROM files WHERE state = ? AND next_at <= ? AND id NOT IN (SELECT id FROM temp.leased)
-       ORDER BY next_at, id LIMIT ?`,
-    ).all(state, now, limit) as FileRow[];
+    const rows = this.st(
+      `SELECT * FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`,
+    ).all(state, now, limit + this.leased.size) as FileRow[];
+    return this.unleased(rows, limit);
+  }
+
+  private unleased(rows: FileRow[], limit: number): FileRow[] {
+    if (this.leased.size === 0) return rows;
+    return rows.filter((r) => !this.leased.has(r.id)).slice(0, limit);
   }
 
   /** Stable rows ready for upload and not held by a job, leaving out paused watches. */
   dueForUpload(now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    return this.st(
-      `SELECT * FROM files WHERE state = 'stable' AND next_at <= ? AND id NOT IN (SELECT id FROM temp.leased)
+    const rows = this.st(
+      `SELECT * FROM files WHERE state = 'stable' AND next_at <= ?
        AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id LIMIT ?`,
-    ).all(now, limit) as FileRow[];
+    ).all(now, limit + this.leased.size) as FileRow[];
+    return this.unleased(rows, limit);
   }
 
   /**
@@ -378,9 +386,11 @@ export class StateDb {
   }
 
   pausedWatches(): PausedWatch[] {
-    return this.st(`SELECT * FROM watches ORDER BY path`).all() as PausedWatch[];
+    this.paused ??= this.st(`SELECT * FROM watches ORDER BY path`).all() as PausedWatch[];
+    return this.paused;
   }
   pauseWatch(path: string, reason: string, now: number, probeAt: number) {
+    this.paused = undefined;
     this.write(() => {
       this.st(
         `INSERT INTO watches (path, paused_reason, paused_at, probe_at) VALUES (?, ?, ?, ?)
@@ -389,6 +399,7 @@ export class StateDb {
     });
   }
   resumeWatch(path: string) {
+    this.paused = undefined;
     this.write(() => this.st(`DELETE FROM watches WHERE path = ?`).run(path));
   }
   /** The oldest stable row of a paused watch: the one file sent to see whether the watch works again. */
