@@ -10,7 +10,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import got, { type Got, type Response } from 'got';
+import got, { type Got, type Response, type StreamOptions } from 'got';
 import PQueue from 'p-queue';
 import {
   DocexAbortError,
@@ -80,7 +80,8 @@ export class NodeTransport implements Transport {
    * closed while it sat in a pool, so a write is never lost to a keep-alive race.
    */
   private readonly fresh: Got;
-  private readonly timeouts = new Map<number, { connect: number; socket: number }>();
+  /** got instances with a timeout built in, by kind and timeout: got merges each option of a request anew. */
+  private readonly withTimeout = new Map<string, Got>();
 
   constructor(options: NodeTransportOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl))
@@ -92,6 +93,7 @@ export class NodeTransport implements Transport {
     // Built once: got merges these defaults into each request far more cheaply than full options.
     this.pooled = got.extend({
       headers: {
+        accept: 'application/json',
         authorization: `Bearer ${options.apiKey}`,
         'user-agent': options.userAgent ?? 'docex-client',
       },
@@ -170,16 +172,14 @@ export class NodeTransport implements Transport {
     for (let hops = 0; ; hops++) {
       // The rate limit is taken here, after the files were opened and sized, right before sending.
       const ticket = await this.limiter?.acquire(request.signal, request.operation);
-      const http = request.idempotent ? this.pooled : this.fresh;
-      const stream = http.stream(url, {
-        method: request.method,
-        headers,
-        body,
-        // Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, and any
-        // stall of the socket, which includes the wait for the answer once the request is sent.
-        timeout: this.timeoutsFor(request.timeoutMs),
-        ...(request.signal ? { signal: request.signal } : {}),
-      });
+      // Only what differs from the instance's defaults is passed: got validates and merges every
+      // option of every request, which is most of a small request's CPU.
+      const options: StreamOptions = {};
+      if (request.method !== 'GET') options.method = request.method;
+      if (!isDefaultAccept(headers)) options.headers = headers;
+      if (body) options.body = body;
+      if (request.signal) options.signal = request.signal;
+      const stream = this.gotFor(request.idempotent === true, request.timeoutMs).stream(url, options);
       // Only what needs it pays for following the request onto its socket: the rate limit, and writes
       // (a read is repeated after a reset anyway).
       const wire = ticket || !request.idempotent ? watchWire(stream, ticket) : undefined;
@@ -215,11 +215,18 @@ export class NodeTransport implements Transport {
     return target?.origin === this.origin ? target : undefined;
   }
 
-  private timeoutsFor(ms: number | undefined) {
-    if (!ms) return {};
-    let timeouts = this.timeouts.get(ms);
-    if (!timeouts) this.timeouts.set(ms, (timeouts = { connect: ms, socket: ms }));
-    return timeouts;
+  /**
+   * Not a total-time limit: a 1 GB upload may take long. Bounded instead: connecting, and any stall
+   * of the socket, which includes the wait for the answer once the request is sent.
+   */
+  private gotFor(idempotent: boolean, ms: number | undefined): Got {
+    const base = idempotent ? this.pooled : this.fresh;
+    if (!ms) return base;
+    const key = `${idempotent ? 'p' : 'f'}${ms}`;
+    let instance = this.withTimeout.get(key);
+    if (!instance)
+      this.withTimeout.set(key, (instance = base.extend({ timeout: { connect: ms, socket: ms } })));
+    return instance;
   }
 
   private async answer(
@@ -276,6 +283,16 @@ function watchWire(stream: RequestStream, ticket: SendTicket | undefined) {
       return error;
     },
   };
+}
+
+/** Headers that are exactly the instances' default (most requests: reads and writes of JSON). */
+function isDefaultAccept(headers: Record<string, string>): boolean {
+  let count = 0;
+  for (const name in headers) {
+    if (name !== 'accept' || headers[name] !== 'application/json') return false;
+    count++;
+  }
+  return count === 1;
 }
 
 /** Errors of requests of which not one byte was written (see watchWire). */
