@@ -47,13 +47,13 @@ export class FolderWatcher {
   /**
    * The start-up scan is chokidar's own first walk (one walk of the tree, not two): the files it
    * reports before "ready" are recorded in one go, then every event is a candidate of its own.
-   * chokidar cannot see names that are not valid UTF-8: the folders it reported are listed once
+   * chokidar cannot see names that are not valid UTF-8: each folder it reports is listed once
    * more by raw name (no stat), and such files are renamed and recorded with the rest.
    */
   async start() {
     const started = performance.now();
     const initial: Array<Candidate | Promise<Candidate | undefined>> = [];
-    const folders: string[] = [];
+    const relisted: Array<Promise<Array<Promise<Candidate | undefined>>>> = [];
     let ready = false;
     this.watcher = chokidar.watch(this.watch.path, {
       ignoreInitial: false,
@@ -72,7 +72,8 @@ export class FolderWatcher {
         initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
         this.scanned?.();
       })
-      .on('addDir', (path) => ready || folders.push(path))
+      // Listed while chokidar walks on (its walk waits on stats, this one on a readdir per folder).
+      .on('addDir', (path) => ready || relisted.push(this.renameNonUtf8(path)))
       .on('change', (path) => void this.check(path))
       .on('error', (error) =>
         this.log.warn(
@@ -82,8 +83,11 @@ export class FolderWatcher {
       );
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
     ready = true;
-    for (const dir of folders) initial.push(...(await this.renameNonUtf8(dir)));
-    const found = (await Promise.all(initial)).filter((c) => c !== undefined);
+    for (const renamed of await Promise.all(relisted)) initial.push(...renamed);
+    // A renamed file chokidar also saw under its new name is one file.
+    const byPath = new Map<string, Candidate>();
+    for (const c of await Promise.all(initial)) if (c) byPath.set(c.path, c);
+    const found = [...byPath.values()];
     const fresh = this.sink.ingest(this.watch, found);
     this.log.info(
       {
