@@ -14,7 +14,6 @@
  * The server is a child process of its own (bench/server.ts). No timing is asserted anywhere.
  */
 import { execFile, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,21 +40,8 @@ interface CaseResult {
   cpuUs?: number;
   requests?: number;
   bytes?: number;
-  /** Peak resident memory of the process (VmHWM), MB. */
+  /** Peak resident memory of the process (VmHWM, from /usr/bin/time), MB. */
   peakRssMb?: number;
-  /** Resident memory before the measured part, MB. */
-  startRssMb?: number;
-}
-
-/** The process's peak resident set so far (Linux), MB; RSS now elsewhere. */
-function peakRssMb(): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    if (m) return Number(m[1]) / 1024;
-  } catch {
-    /* not Linux */
-  }
-  return process.memoryUsage().rss / MB;
 }
 
 async function sparseFile(path: string, mb: number) {
@@ -75,7 +61,6 @@ async function hammer(total: number, workers: number, fn: () => Promise<unknown>
 }
 
 async function measured(fn: () => Promise<Omit<CaseResult, 'seconds' | 'cpuUs'>>): Promise<CaseResult> {
-  const startRssMb = process.memoryUsage().rss / MB;
   const cpu = process.cpuUsage();
   const started = performance.now();
   const result = await fn();
@@ -84,8 +69,6 @@ async function measured(fn: () => Promise<Omit<CaseResult, 'seconds' | 'cpuUs'>>
     ...result,
     seconds: (performance.now() - started) / 1000,
     cpuUs: used.user + used.system,
-    startRssMb,
-    peakRssMb: peakRssMb(),
   };
 }
 
@@ -153,7 +136,7 @@ async function peakOf(
   }
 }
 
-const curl = (args: string[]) => peakOf('curl', ['-sS', '-o', '/dev/null', ...args]);
+const curl = (args: string[], output = '/dev/null') => peakOf('curl', ['-sS', '-o', output, ...args]);
 
 const median = (values: number[]) => {
   const s = [...values].sort((a, b) => a - b);
@@ -196,7 +179,12 @@ export default async function clientBench(): Promise<BenchRow[]> {
         await rm(downloaded);
         return result;
       },
-      'download-curl': () => curl([`${url}/v1/fetch_file/?document_id=${TRANSFER_MB}`]),
+      // To disk too, as docex does.
+      'download-curl': async () => {
+        const result = await curl([`${url}/v1/fetch_file/?document_id=${TRANSFER_MB}`], downloaded);
+        await rm(downloaded, { force: true });
+        return result;
+      },
     };
     const names = Object.keys(cases);
     for (let rep = 0; rep < (TRANSFER_MB > 0 ? TRANSFER_REPS : 0); rep++) {
