@@ -79,29 +79,20 @@ function rssSampler() {
 }
 
 /**
- * The download as read, with a full GC after every 8 MB and an RSS sample at every chunk.
- *
- * Needed for downloads only: every socket read allocates a fresh 64 KB buffer (Node's http client
- * offers no way to reuse them), and V8 collects such buffers only once 64 MB of them have piled up
- * (its external-memory GC threshold). Without it, the first large download in a fresh process shows
- * about +65 MB of garbage whatever the file's size (300 MB or 10 GB), and later ones about +0 as that
- * memory is reused (bench/client.bench.ts prints the figure). With it, the samples show what is
- * live: whether anything is buffered. Uploads reuse their buffers and are measured as they are.
+ * The download as read, with an RSS sample at every chunk, and no help: every socket read allocates
+ * a fresh 64 KB buffer (Node's http client offers no way to reuse them), which V8 on its own
+ * collects only once 64 MB of them have piled up (its external-memory step), so the first large
+ * download in a process showed about +65 MB of garbage whatever its size. The transport now starts
+ * a young-generation collection every few MB read (shared/src/node/collect.ts); this measures that.
  */
-async function* collecting(body: AsyncIterable<Uint8Array>, sample: () => void): AsyncGenerator<Uint8Array> {
-  let sinceGc = 0;
+async function* sampled(body: AsyncIterable<Uint8Array>, sample: () => void): AsyncGenerator<Uint8Array> {
   for await (const chunk of body) {
     sample();
-    sinceGc += chunk.byteLength;
-    if (sinceGc >= 8 * MB) {
-      gc();
-      sinceGc = 0;
-    }
     yield chunk;
   }
 }
 
-/** V8's gc(), exposed for this test file only. */
+/** V8's gc(), exposed for this test file only: a clean start before each measurement. */
 const gc = (() => {
   v8.setFlagsFromString('--expose-gc');
   return runInNewContext('gc') as () => void;
@@ -187,7 +178,7 @@ describe('download', () => {
           : await client.fetchFilesBatch({ document_ids: [1, 2] });
       expect(file).toMatchObject({ fileName: name, contentType: type, size });
       const target = join(dir, file.fileName!);
-      const written = await saveBinary({ ...file, body: collecting(file.body, sampler.sample) }, target);
+      const written = await saveBinary({ ...file, body: sampled(file.body, sampler.sample) }, target);
       const seconds = (performance.now() - started) / 1000;
       const growth = sampler.stop();
       console.log(
