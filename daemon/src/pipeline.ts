@@ -243,6 +243,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** Everything a scan found, compared with the DB in one read and recorded in one transaction. */
   ingest(watch: WatchConfig, files: Candidate[]): number {
     const { db, log } = this.deps;
+    if (files.length === 0) return 0; // an empty folder: the watch's rows (maybe many archived) are not read
     const known = db.known(watch.path);
     const fresh: NewFile[] = files
       .filter((f) => this.isNew(watch, f, known.get(f.path)))
