@@ -3,77 +3,19 @@
  * scripts/browser-install.sh on first run), against a running daemon and the emulator. A failed file
  * shows up with its reason, Retry moves it back into the queue, and the counts change without a reload.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { invoice, makeWorld, until, type World } from '../daemon/helpers.ts';
-
-/** The little of playwright-core's API this test uses (its types are not in the repo's node_modules). */
-interface Locator {
-  textContent(): Promise<string | null>;
-  click(): Promise<void>;
-  count(): Promise<number>;
-  first(): Locator;
-  waitFor(options?: { state?: 'visible' | 'attached'; timeout?: number }): Promise<void>;
-}
-interface Page {
-  goto(url: string): Promise<unknown>;
-  title(): Promise<string>;
-  content(): Promise<string>;
-  url(): string;
-  locator(selector: string): Locator;
-  evaluate<T>(fn: string): Promise<T>;
-  on(event: 'console', listener: (message: { text(): string }) => void): void;
-}
-interface BrowserContext {
-  newPage(): Promise<Page>;
-  close(): Promise<void>;
-}
-interface Chromium {
-  launchPersistentContext(
-    userDataDir: string,
-    options: { executablePath: string; headless: boolean; args: string[]; timeout?: number },
-  ): Promise<BrowserContext>;
-}
-
-const repo = join(import.meta.dirname, '../..');
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+import { launchChromium, type BrowserContext } from './browser.ts';
 
 let world: World | undefined;
 let browser: BrowserContext | undefined;
-let profile: string | undefined;
 
 beforeAll(async () => {
-  // Installs Debian's chromium (apt-get) and playwright-core (user cache) when missing, saying so.
-  const driver = execFileSync('bash', [join(repo, 'scripts/browser-install.sh')], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
-  const { chromium } = (await import(pathToFileURL(join(driver, 'index.mjs')).href)) as {
-    chromium: Chromium;
-  };
-  profile = await mkdtemp(join(tmpdir(), 'docex-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: FLAGS,
-    timeout: 120_000,
-  });
+  browser = await launchChromium();
 });
 
 afterEach(async () => {
@@ -83,7 +25,6 @@ afterEach(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 async function daemonWithFailedFile(taskDelayMs = 30) {

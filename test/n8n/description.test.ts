@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
-import { DocexApi } from '../../credentials/DocexApi.credentials.ts';
+import { credentialTestFailure, DocexApi } from '../../credentials/DocexApi.credentials.ts';
 import { parameterName } from '../../nodes/Docex/actions/naming.ts';
 import { allOperations } from '../../nodes/Docex/actions/router.ts';
 import { Docex } from '../../nodes/Docex/Docex.node.ts';
@@ -190,6 +190,25 @@ describe('Docex Trigger and credential descriptions', () => {
     expect(credential.documentationUrl).toMatch(/^https:\/\/.+#credential$/);
     const rules = (credential.test.rules ?? []) as Array<{ properties: { value: number; message: string } }>;
     expect(rules.map((r) => r.properties.value)).toEqual([401, 403, 404]);
+  });
+
+  it("the credential test's failure carries the service's message, a hint, and never the key", () => {
+    const credential = new DocexApi();
+    // n8n runs preAuthentication only when the expirable property is empty, or after a 401.
+    expect(credential.properties.find((p) => p.name === 'keyCheck')).toMatchObject({
+      type: 'hidden',
+      typeOptions: { expirable: true },
+      default: expect.stringMatching(/./),
+    });
+    expect(credentialTestFailure(401, { detail: 'Invalid API key' }, 'secret-key')).toBe(
+      'check_api_key: HTTP 401 Unauthorized: Invalid API key (check the API key, without "Bearer")',
+    );
+    expect(credentialTestFailure(403, { detail: 'Key secret-key is revoked' }, 'secret-key')).toBe(
+      'check_api_key: HTTP 403 Forbidden: Key [redacted] is revoked (the key may be revoked or lack access)',
+    );
+    expect(credentialTestFailure(500, 'boom', 'secret-key')).toBe(
+      'check_api_key: HTTP 500 Internal Server Error: boom',
+    );
   });
 
   it('both nodes have documentation, their own node-creator description, and codex files with aliases', () => {

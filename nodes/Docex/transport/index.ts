@@ -26,6 +26,8 @@ import {
   type TransportResponse,
 } from '@docex/shared';
 
+import { redactApiKey } from '../../../credentials/DocexApi.credentials.ts';
+
 export const CREDENTIAL_TYPE = 'docexApi';
 
 export type DocexContext = IExecuteFunctions | IPollFunctions | ILoadOptionsFunctions;
@@ -166,6 +168,6 @@ export async function docexClient(ctx: DocexContext): Promise<DocexClient> {
     // n8n's own "Retry On Fail" covers the rest; these retries are the safe ones (429, refused connections,
     // idempotent reads after a 5xx), with waits short enough for a workflow step.
     retry: { maxRetries: 3, maxDelayMs: 10_000, maxRetryAfterMs: 60_000 },
-    redact: (text) => (apiKey.length >= 4 ? text.split(apiKey).join('[redacted]') : text),
+    redact: redactApiKey(apiKey),
   });
 }

@@ -1,0 +1,99 @@
+/**
+ * Debian's chromium driven by playwright-core, both installed by scripts/browser-install.sh on first
+ * run (chromium with apt-get, playwright-core into the user cache), in a fresh profile removed on close.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { repo } from './pack.ts';
+
+/** The little of playwright-core's API the tests use (its types are not in the repo's node_modules). */
+export interface Locator {
+  textContent(): Promise<string | null>;
+  innerText(): Promise<string>;
+  allInnerTexts(): Promise<string[]>;
+  click(options?: { timeout?: number }): Promise<void>;
+  fill(value: string): Promise<void>;
+  press(key: string): Promise<void>;
+  count(): Promise<number>;
+  first(): Locator;
+  nth(index: number): Locator;
+  locator(selector: string): Locator;
+  waitFor(options?: { state?: 'visible' | 'attached' | 'hidden'; timeout?: number }): Promise<void>;
+}
+export interface Page {
+  goto(url: string): Promise<unknown>;
+  title(): Promise<string>;
+  content(): Promise<string>;
+  url(): string;
+  locator(selector: string): Locator;
+  evaluate<T>(fn: string): Promise<T>;
+  waitForTimeout(ms: number): Promise<void>;
+  waitForURL(url: (url: URL) => boolean, options?: { timeout?: number }): Promise<void>;
+  screenshot(options: { path: string; fullPage?: boolean }): Promise<unknown>;
+  on(event: 'console', listener: (message: { text(): string }) => void): void;
+  close(): Promise<void>;
+}
+export interface BrowserContext {
+  newPage(): Promise<Page>;
+  close(): Promise<void>;
+}
+interface Chromium {
+  launchPersistentContext(
+    userDataDir: string,
+    options: {
+      executablePath: string;
+      headless: boolean;
+      args: string[];
+      timeout?: number;
+      viewport?: { width: number; height: number };
+    },
+  ): Promise<BrowserContext>;
+}
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launchChromium(
+  viewport?: { width: number; height: number },
+): Promise<BrowserContext> {
+  // Installs Debian's chromium (apt-get) and playwright-core (user cache) when missing, saying so.
+  const driver = execFileSync('bash', [join(repo, 'scripts/browser-install.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
+  const { chromium } = (await import(pathToFileURL(join(driver, 'index.mjs')).href)) as {
+    chromium: Chromium;
+  };
+  const profile = await mkdtemp(join(tmpdir(), 'docex-chromium-'));
+  try {
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      timeout: 120_000,
+      ...(viewport ? { viewport } : {}),
+    });
+    return {
+      newPage: () => browser.newPage(),
+      async close() {
+        await browser.close();
+        await rm(profile, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await rm(profile, { recursive: true, force: true });
+    throw error;
+  }
+}
