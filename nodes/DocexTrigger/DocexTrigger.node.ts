@@ -35,7 +35,11 @@ export class DocexTrigger implements INodeType {
     group: ['trigger'],
     version: [1],
     subtitle: '={{ $parameter["event"] === "newDocument" ? "New document" : "New or changed document" }}',
-    description: 'Starts the workflow when a document has been extracted, or when its data changes',
+    // n8n's node panel merges this trigger with the action node into one app entry and shows THIS
+    // description for it, in the trigger and in the action panel alike (n8n 2.40.7 editor,
+    // generateMergedNodesAndActions: `description = trigger.description`): it describes the app.
+    description:
+      'Extract data from invoices, receipts and other documents (PDF, scans), and start workflows when documents are extracted or change',
     documentationUrl: `${DOCUMENTATION_URL}#trigger`,
     defaults: { name: 'When a Document Is Extracted' },
     polling: true,

@@ -1,0 +1,176 @@
+/**
+ * The packed package in a running n8n 2.40.7 (`n8n start`, owner set up through its REST API) as a
+ * builder meets it: the credential test through the REST call the credential dialog makes, and the
+ * editor's node panel driven in Chromium. One n8n and one browser serve every check.
+ */
+import type { INodePropertyOptions } from 'n8n-workflow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Docex } from '../../nodes/Docex/Docex.node.ts';
+import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
+import { launchChromium, type BrowserContext, type Page } from './browser.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { freePort, startProcess, until, type Service } from './services.ts';
+
+const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
+
+let n8n: RealN8n;
+let server: Service | undefined;
+let browser: BrowserContext | undefined;
+let page: Page;
+let base = '';
+let cookie = '';
+
+beforeAll(async () => {
+  n8n = await prepareN8n();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = startProcess(n8n.bin, ['start'], {
+    ...n8n.env,
+    N8N_PORT: String(port),
+    N8N_LISTEN_ADDRESS: '127.0.0.1',
+    N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+  });
+  const [, owner] = await Promise.all([
+    launchChromium({ width: 1400, height: 1000 }).then((b) => (browser = b)),
+    until(
+      'n8n to set up its owner',
+      async () => {
+        const response = await fetch(`${base}/rest/owner/setup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(OWNER),
+        }).catch(() => undefined);
+        return response && response.status !== 404 && response.status !== 503 ? response : undefined;
+      },
+      180_000,
+      () => server!.output().slice(-3000),
+    ),
+  ]);
+  expect(owner.status, await owner.clone().text()).toBe(200);
+  cookie = owner.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+
+  page = await browser!.newPage();
+  await page.goto(`${base}/signin`);
+  await page.locator('input[type="email"]').fill(OWNER.email);
+  await page.locator('input[type="password"]').fill(OWNER.password);
+  await page.locator('input[type="password"]').press('Enter');
+  await page.waitForURL((url) => !url.pathname.startsWith('/signin'), { timeout: 60_000 });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await n8n?.cleanup();
+});
+
+/** POST /rest/credentials/test, as the credential dialog's "Retry" does, for the stored credential with `data`. */
+async function credentialTest(data: { baseUrl: string; apiKey: string }) {
+  const response = await fetch(`${base}/rest/credentials/test`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie },
+    body: JSON.stringify({ credentials: { ...CREDENTIAL.docexApi, type: 'docexApi', data } }),
+  });
+  const text = await response.text();
+  expect(response.status, text).toBe(200);
+  return (JSON.parse(text) as { data: { status: string; message: string } }).data;
+}
+
+describe('the credential test', () => {
+  it("passes for a good key, shows the service's message on a 401, and a hint on a 403 or 404", async () => {
+    const good = { baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! };
+    expect(await credentialTest(good)).toEqual({ status: 'OK', message: 'Connection successful!' });
+    // The emulator's own words for an unknown key: {"detail": "Invalid API key"}.
+    expect(await credentialTest({ ...good, apiKey: 'not-a-key' })).toEqual({
+      status: 'Error',
+      message: 'check_api_key: HTTP 401 Unauthorized: Invalid API key (check the API key, without "Bearer")',
+    });
+    // A 401 with other words: they are the server's, not a text of ours.
+    n8n.emulator.faults.set({ errorRate: 1, statuses: [401], operations: ['check_api_key'] });
+    try {
+      expect(await credentialTest(good)).toEqual({
+        status: 'Error',
+        message: 'check_api_key: HTTP 401 Unauthorized: Injected fault (401) (check the API key, without "Bearer")',
+      });
+      // n8n 2.40.7 gives no way to show the body of another status (docs/n8n.md#credential).
+      n8n.emulator.faults.set({ errorRate: 1, statuses: [403], operations: ['check_api_key'] });
+      expect(await credentialTest(good)).toEqual({
+        status: 'Error',
+        message: 'check_api_key: HTTP 403: the key may be revoked or lack access',
+      });
+    } finally {
+      n8n.emulator.faults.clear();
+    }
+    expect(await credentialTest({ ...good, baseUrl: `${good.baseUrl}/v1` })).toEqual({
+      status: 'Error',
+      message:
+        'check_api_key: HTTP 404: no Document Extraction Service answers at this Base URL: give the address without /v1',
+    });
+  });
+});
+
+/** The node entries the panel lists now: each name with the description next to it. */
+const listedNodes = () =>
+  page.evaluate<Array<{ name: string; description: string }>>(
+    `[...document.querySelectorAll('[data-test-id="node-creator-item-name"]')].map((name) => {
+      let item = name.parentElement;
+      while (item && !item.querySelector('[data-test-id="node-creator-item-description"]')) item = item.parentElement;
+      const description = item?.querySelector('[data-test-id="node-creator-item-description"]');
+      return { name: name.textContent.trim(), description: description ? description.textContent.trim() : '' };
+    })`,
+  );
+
+/** Types `term` into the panel's search and waits for the Document Extraction entry. */
+async function search(term: string) {
+  await page.locator('[data-test-id="node-creator-search-bar"]').fill(term);
+  await page.locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")').first().waitFor();
+  return await listedNodes();
+}
+
+/** Opens the app entry; its panel lists the actions and triggers (one of the two groups unfolded). */
+async function openAppEntry() {
+  await page.locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")').first().click();
+  await page.locator('[data-test-id="node-creator-action-item"]').first().waitFor();
+  return (await page.locator('[data-test-id="node-creator-action-item"]').allInnerTexts()).map((t) => t.trim());
+}
+
+describe('the node creator shows one Document Extraction app entry', () => {
+  const action = new Docex().description;
+  const trigger = new DocexTrigger().description;
+  const actionLabels = action.properties
+    .filter((p) => p.name === 'operation')
+    .flatMap((p) => (p.options as INodePropertyOptions[]).map((o) => o.action!));
+  const triggerLabels = (trigger.properties.find((p) => p.name === 'event')!.options as INodePropertyOptions[]).map(
+    (o) => o.action!,
+  );
+
+  it('in the trigger panel, searched as "docex" and as "invoice"', async () => {
+    await page.goto(`${base}/workflow/new`);
+    await page.locator('[data-test-id="canvas-add-button"]').click();
+    for (const term of ['docex', 'invoice']) {
+      const entries = (await search(term)).filter((e) => e.name.startsWith('Document Extraction'));
+      expect(entries, term).toEqual([{ name: 'Document Extraction', description: trigger.description }]);
+    }
+    expect(await openAppEntry()).toEqual(triggerLabels);
+    const text = await page.locator('#app').innerText();
+    expect(text).toContain(trigger.description);
+    expect(text).toContain(`Triggers (${triggerLabels.length})`);
+    expect(text).toContain(`Actions (${actionLabels.length})`);
+  });
+
+  it('in the panel for the next step, searched as "docex" and as "invoice"', async () => {
+    await page.goto(`${base}/workflow/new`);
+    await page.locator('[data-test-id="canvas-add-button"]').click();
+    await page.locator('[data-test-id="node-creator-search-bar"]').fill('manual');
+    await page.locator('[data-test-id="node-creator-item-name"]').first().click();
+    await page.locator('[data-test-id="node-creator-plus-button"]').click();
+    for (const term of ['docex', 'invoice']) {
+      const entries = (await search(term)).filter((e) => e.name.startsWith('Document Extraction'));
+      expect(entries, term).toEqual([{ name: 'Document Extraction', description: trigger.description }]);
+    }
+    expect((await openAppEntry()).sort()).toEqual([...actionLabels].sort());
+    expect(actionLabels).toHaveLength(29);
+    const text = await page.locator('#app').innerText();
+    expect(text).toContain(`Actions (${actionLabels.length})`);
+    expect(text).toContain(`Triggers (${triggerLabels.length})`);
+  });
+});
