@@ -9,7 +9,7 @@ import type {
   INodeProperties,
   Icon,
 } from 'n8n-workflow';
-import { apiErrorFrom } from '../shared/src/core/index.ts';
+import { apiErrorFrom } from '@docex/shared';
 
 /** Hides the API key in any text that may reach a user (error messages, bodies echoed back). */
 export const redactApiKey =
