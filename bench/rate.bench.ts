@@ -25,6 +25,7 @@ import { DEFAULT_RATE_MARGIN_MS } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { jitterProxy } from '../test/support/jitter-proxy.ts';
 import type { BenchRow } from './run.ts';
+import { maxInWindow } from '../test/support/windows.ts';
 
 const KEY = 'bench-api-key-0123456789';
 const RATE = Number(process.env.DOCEX_BENCH_RATE ?? 20);
@@ -104,16 +105,6 @@ async function clientRun(url: string, scenario: Scenario, dir: string) {
     await Promise.all(files.map((f) => rm(f, { force: true })));
   }
   return Object.fromEntries(sent);
-}
-
-function maxInWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let max = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    max = Math.max(max, i - j + 1);
-  }
-  return max;
 }
 
 function inChild(

@@ -12,17 +12,7 @@ import { jitterProxy } from '../support/jitter-proxy.ts';
 import { startEmulator, DEFAULT_COMPANIES, type Emulator } from '../../emulator/index.ts';
 import { SendRateLimiter, type SendTicket } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-
-/** The most events inside any window of `windowMs` (a window (t - windowMs, t], as the emulator counts). */
-function maxInWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let max = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    max = Math.max(max, i - j + 1);
-  }
-  return max;
-}
+import { maxInWindow } from '../support/windows.ts';
 
 /** A simulated clock: sleeps and scheduled callbacks run in time order, instantly. */
 function simulatedClock() {

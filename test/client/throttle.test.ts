@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, describe, expect, test } from 'vitest';
 import { readAll } from '@docex/shared';
 import { bytes, localServer, nodeClient, type LocalServer } from './helpers.ts';
+import { maxInWindow } from '../support/windows.ts';
 
 interface Stats {
   inFlight: number;
@@ -46,17 +47,6 @@ async function countingServer(holdMs: number) {
   });
   servers.push(s);
   return { url: s.url, stats };
-}
-
-/** The most arrivals inside any window of `windowMs` (sliding over every arrival). */
-function maxInWindow(arrivals: number[], windowMs: number): number {
-  const sorted = [...arrivals].sort((a, b) => a - b);
-  let max = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    max = Math.max(max, i - j + 1);
-  }
-  return max;
 }
 
 describe('concurrency', () => {
