@@ -65,9 +65,7 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-export async function launchChromium(
-  viewport?: { width: number; height: number },
-): Promise<BrowserContext> {
+export async function launchChromium(viewport?: { width: number; height: number }): Promise<BrowserContext> {
   // Installs Debian's chromium (apt-get) and playwright-core (user cache) when missing, saying so.
   const driver = execFileSync('bash', [join(repo, 'scripts/browser-install.sh')], {
     encoding: 'utf8',

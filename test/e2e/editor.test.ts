@@ -9,7 +9,7 @@ import { Docex } from '../../nodes/Docex/Docex.node.ts';
 import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
 import { launchChromium, type BrowserContext, type Page } from './browser.ts';
 import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
-import { freePort, startProcess, until, type Service } from './services.ts';
+import { startN8n, until, type Service } from './services.ts';
 
 const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
 
@@ -22,14 +22,9 @@ let cookie = '';
 
 beforeAll(async () => {
   n8n = await prepareN8n();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = startProcess(n8n.bin, ['start'], {
-    ...n8n.env,
-    N8N_PORT: String(port),
-    N8N_LISTEN_ADDRESS: '127.0.0.1',
-    N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-  });
+  const started = await startN8n(n8n);
+  server = started;
+  base = started.url;
   const [, owner] = await Promise.all([
     launchChromium({ width: 1400, height: 1000 }).then((b) => (browser = b)),
     until(
@@ -47,7 +42,10 @@ beforeAll(async () => {
     ),
   ]);
   expect(owner.status, await owner.clone().text()).toBe(200);
-  cookie = owner.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  cookie = owner.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
 
   page = await browser!.newPage();
   await page.goto(`${base}/signin`);
@@ -89,7 +87,8 @@ describe('the credential test', () => {
     try {
       expect(await credentialTest(good)).toEqual({
         status: 'Error',
-        message: 'check_api_key: HTTP 401 Unauthorized: Injected fault (401) (check the API key, without "Bearer")',
+        message:
+          'check_api_key: HTTP 401 Unauthorized: Injected fault (401) (check the API key, without "Bearer")',
       });
       // n8n 2.40.7 gives no way to show the body of another status (docs/n8n.md#credential).
       n8n.emulator.faults.set({ errorRate: 1, statuses: [403], operations: ['check_api_key'] });
@@ -122,13 +121,19 @@ const listedNodes = () =>
 /** Types `term` into the panel's search and waits for the Document Extraction entry. */
 async function search(term: string) {
   await page.locator('[data-test-id="node-creator-search-bar"]').fill(term);
-  await page.locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")').first().waitFor();
+  await page
+    .locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")')
+    .first()
+    .waitFor();
   return await listedNodes();
 }
 
 /** Opens the app entry; its panel lists the actions and triggers (one of the two groups unfolded). */
 async function openAppEntry() {
-  await page.locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")').first().click();
+  await page
+    .locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")')
+    .first()
+    .click();
   await page.locator('[data-test-id="node-creator-action-item"]').first().waitFor();
   return await page.locator('#app').innerText();
 }
@@ -139,9 +144,9 @@ describe('the node creator shows one Document Extraction app entry', () => {
   const actionLabels = action.properties
     .filter((p) => p.name === 'operation')
     .flatMap((p) => (p.options as INodePropertyOptions[]).map((o) => o.action!));
-  const triggerLabels = (trigger.properties.find((p) => p.name === 'event')!.options as INodePropertyOptions[]).map(
-    (o) => o.action!,
-  );
+  const triggerLabels = (
+    trigger.properties.find((p) => p.name === 'event')!.options as INodePropertyOptions[]
+  ).map((o) => o.action!);
 
   it('in the trigger panel, searched as "docex" and as "invoice"', async () => {
     await page.goto(`${base}/workflow/new`);

@@ -18,7 +18,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
-import { freePort, startPostgres, startProcess, startRedis, until, type Service } from './services.ts';
+import {
+  freePort,
+  startN8n,
+  startPostgres,
+  startProcess,
+  startRedis,
+  until,
+  type Service,
+} from './services.ts';
 import { templateWithField } from '../support/templates.ts';
 
 let n8n: RealN8n;
@@ -194,14 +202,9 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
         }),
       );
     }
-    const port = await freePort();
-    mainUrl = `http://127.0.0.1:${port}`;
-    main = startProcess(n8n.bin, ['start'], {
-      ...n8n.env,
-      N8N_PORT: String(port),
-      N8N_LISTEN_ADDRESS: '127.0.0.1',
-      N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-    });
+    const started = await startN8n(n8n);
+    main = started;
+    mainUrl = started.url;
     await until(
       'the workers to be ready',
       () => {

@@ -85,6 +85,22 @@ export function startProcess(command: string, args: string[], env?: NodeJS.Proce
   };
 }
 
+/** `n8n start` on a free loopback port, with its own task-broker port (n8n's default 5679 may be taken by another n8n). */
+export async function startN8n(
+  n8n: { bin: string; env: NodeJS.ProcessEnv },
+  env: NodeJS.ProcessEnv = {},
+): Promise<Service & { url: string }> {
+  const port = await freePort();
+  const service = startProcess(n8n.bin, ['start'], {
+    ...n8n.env,
+    ...env,
+    N8N_PORT: String(port),
+    N8N_LISTEN_ADDRESS: '127.0.0.1',
+    N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+  });
+  return { ...service, url: `http://127.0.0.1:${port}` };
+}
+
 export async function startRedis(): Promise<Service & { port: number }> {
   ensureDebianPackage('redis-server', () => onPath('redis-server'));
   const port = await freePort();

@@ -4,7 +4,6 @@
  * emitted is read back from n8n's database. This is the path n8n's own cursor staging takes
  * (static data committed with the execution), which the unit tests' PollContext does not run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -13,12 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
 import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
-import { freePort } from './services.ts';
+import { startN8n, type Service } from './services.ts';
 import { templateWithField } from '../support/templates.ts';
 
 let n8n: RealN8n;
-let server: ChildProcess | undefined;
-let output = '';
+let server: Service | undefined;
 
 interface Execution {
   id: number;
@@ -63,9 +61,9 @@ async function until<T>(what: string, probe: () => T | undefined, timeoutMs: num
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
-    if (server?.exitCode != null)
-      throw new Error(`n8n exited while waiting for ${what}:\n${output.slice(-3000)}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output.slice(-3000)}`);
+    const output = server?.output().slice(-3000) ?? '';
+    if (server?.process.exitCode != null) throw new Error(`n8n exited while waiting for ${what}:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -75,13 +73,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once('exit', r));
-    server.kill('SIGTERM');
-    const timer = setTimeout(() => server?.kill('SIGKILL'), 20_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await server?.stop();
   await n8n?.cleanup();
 });
 
@@ -127,19 +119,7 @@ describe('the trigger in a running n8n', () => {
     const published = await n8n.run(['publish:workflow', `--id=${workflowId}`]);
     expect(published.code, tail(published)).toBe(0);
 
-    const port = await freePort();
-    server = spawn(n8n.bin, ['start'], {
-      env: {
-        ...n8n.env,
-        N8N_PORT: String(port),
-        N8N_LISTEN_ADDRESS: '127.0.0.1',
-        // n8n's task broker for Code nodes listens on 5679 by default: another n8n may have it.
-        N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    server.stdout!.on('data', (d) => (output += d));
-    server.stderr!.on('data', (d) => (output += d));
+    server = await startN8n(n8n);
 
     // Activation polls once: everything of the template changed since Start From.
     const first = await until(
