@@ -29,7 +29,7 @@ import {
 } from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
 import { ResultWriter } from './results.ts';
-import type { FileState, NewFile, StateDb } from './state.ts';
+import type { NewFile, StateDb } from './state.ts';
 
 export interface PipelineDeps {
   db: StateDb;
@@ -89,17 +89,6 @@ const UNREACHABLE = 'service.unreachable';
 const POLL_GRACE_MS = 2000;
 
 type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
-/** The states whose rows the scheduler looks for when they come due. */
-const DUE_STATES = [
-  'discovered',
-  'stable',
-  'uploaded',
-  'done',
-  'failed',
-] as const satisfies readonly FileState[];
-type DueState = (typeof DUE_STATES)[number];
-const isDueState = (state: FileState): state is DueState =>
-  (DUE_STATES as readonly FileState[]).includes(state);
 
 /** Where the original will go after success, written into the JSON before it moves (corrected after if need be). */
 async function plannedArchive(watch: WatchConfig, row: FileRow): Promise<string | null> {
@@ -126,12 +115,6 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly uploadingHashes = new Set<string>();
   private readonly probing = new Set<string>();
   private pumpQueued = false;
-  /**
-   * States that may have due rows the last scheduler step did not see: a row entered or changed in
-   * it, a job on one of its rows ended, a time came (the timer), or someone outside changed rows.
-   * The step asks the DB only for these; a state leaves the set once a query saw all its due rows.
-   */
-  private readonly dirty = new Set<DueState>(DUE_STATES);
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private started = false;
@@ -164,10 +147,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const now = this.now();
     const decision = decide(row, observation, now, this.policy(row.watch));
     const next = decision.changes ? { ...row, ...decision.changes, updated_at: now } : row;
-    if (decision.changes) {
-      this.deps.db.update(row.id, decision.changes, now);
-      this.touched(next.state);
-    }
+    if (decision.changes) this.deps.db.update(row.id, decision.changes, now);
     if (next.state === 'failed' && row.state !== 'failed') {
       this.deps.metrics?.failed.inc();
       this.deps.log.error({ file: row.path, reason: next.reason }, 'failed');
@@ -257,7 +237,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
     log.debug({ file: file.path, id: created.id }, 'discovered');
     this.deps.metrics?.discovered.inc();
-    this.touched('discovered');
+    this.wake();
   }
 
   /** Everything a scan found, compared with the DB in one read and recorded in one transaction. */
@@ -273,7 +253,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       db.flush();
       this.deps.metrics?.discovered.inc(fresh.length);
       for (const f of fresh.slice(0, 20)) log.debug({ file: f.path }, 'discovered');
-      this.touched('discovered');
+      this.wake();
     }
     return fresh.length;
   }
@@ -325,21 +305,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     );
   }
 
-  /** Rows may have changed in any state (a retry, a test): the scheduler looks at all of them soon. */
-  wake() {
-    for (const state of DUE_STATES) this.dirty.add(state);
-    this.schedule();
-  }
-
-  /** A row of `state` may be due now: the scheduler looks for that state's due rows soon. */
-  private touched(state: FileState) {
-    if (!isDueState(state)) return;
-    this.dirty.add(state);
-    this.schedule();
-  }
-
   /** Runs the scheduler soon (once per event-loop turn, however often it is called). */
-  private schedule() {
+  wake() {
     if (this.pumpQueued || !this.started || this.stopping) return;
     this.pumpQueued = true;
     setImmediate(() => {
@@ -357,23 +324,16 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (this.stopping || this.refused !== undefined) return;
     const { db, config } = this.deps;
     const now = this.now();
-    // The timer's time has come but its callback has not run yet: this step does its work (and
-    // re-arms the timer below), so it looks at every state as the callback would.
-    if (now >= this.timerAt) for (const state of DUE_STATES) this.dirty.add(state);
-    const take = (state: DueState, kind: JobKind, limit: number, run: (row: FileRow) => Promise<void>) => {
-      const spare = limit - this.running[kind];
-      if (!this.dirty.has(state) || spare <= 0) return; // a job of this kind ending marks the state again
-      this.dirty.delete(state); // before the query: a change made while starting jobs marks it again
-      const rows = db.due(state, now, spare);
-      if (rows.length === spare) this.dirty.add(state); // there may be more due rows than it read
+    const take = (rows: FileRow[], kind: JobKind, run: (row: FileRow) => Promise<void>) => {
       for (const row of rows) if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
     };
+    const spare = (kind: JobKind, limit: number) => limit - this.running[kind];
 
-    take('discovered', 'stabilize', LOCAL_JOBS, (r) => this.stabilize(r));
+    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) => this.stabilize(r));
     this.startUploads(now);
-    take('uploaded', 'poll', config.poll.batch_size, (r) => this.poll(r));
-    take('done', 'archive', LOCAL_JOBS, (r) => this.archive(r));
-    take('failed', 'report', LOCAL_JOBS, (r) => this.report(r));
+    take(db.due('uploaded', now, spare('poll', config.poll.batch_size)), 'poll', (r) => this.poll(r));
+    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
+    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
     const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
     this.arm(Math.min(db.nextDue(now) ?? Infinity, probe));
   }
@@ -419,12 +379,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       );
       starting(row);
     }
-    const spare = limit - this.running.upload;
-    if (!this.dirty.has('stable') || spare <= 0) return;
-    this.dirty.delete('stable');
-    const rows = db.dueForUpload(now, spare);
-    if (rows.length === spare) this.dirty.add('stable');
-    for (const row of rows) starting(row);
+    if (this.running.upload >= limit) return;
+    for (const row of db.dueForUpload(now, limit - this.running.upload)) starting(row);
   }
 
   private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
@@ -442,7 +398,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         this.jobs.delete(row.id);
         if (!this.stopped) this.deps.db.release(row.id);
         this.kinds.delete(job);
-        this.touched(row.state); // if the row is still there, it may be due again; a change marked its new state
+        this.wake();
       });
     this.jobs.set(row.id, job);
     this.kinds.set(job, kind);
@@ -497,7 +453,6 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       this.reachable();
       if (this.probing.delete(row.watch)) {
         db.resumeWatch(row.watch);
-        this.touched('stable'); // the watch's waiting files may be sent again
         log.warn({ folder: row.watch }, 'watch resumed: the service accepted an upload again');
         this.emit('watch-resumed', row.watch);
       }

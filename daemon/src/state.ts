@@ -272,41 +272,28 @@ export class StateDb {
     ) as FileRow[];
   }
 
-  /**
-   * Rows of a state whose next_at has come and that no job holds, soonest first. Only the ids are
-   * read from the (state, next_at) index first: rows held by a job come back from it too, and are
-   * left out before any whole row is read.
-   */
+  /** Rows of a state whose next_at has come and that no job holds, soonest first. */
   due(state: FileState, now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    const ids = this.st(`SELECT id FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`)
-      .pluck()
-      .all(state, now, limit + this.leased.size) as number[];
-    return this.rows(ids, limit);
+    const rows = this.st(
+      `SELECT * FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`,
+    ).all(state, now, limit + this.leased.size) as FileRow[];
+    return this.unleased(rows, limit);
   }
 
-  /** The rows of `ids` that no job holds, at most `limit`, in the order given. */
-  private rows(ids: number[], limit: number): FileRow[] {
-    const out: FileRow[] = [];
-    for (const id of ids) {
-      if (out.length === limit) break;
-      if (this.leased.has(id)) continue;
-      const row = this.get(id);
-      if (row) out.push(row);
-    }
-    return out;
+  private unleased(rows: FileRow[], limit: number): FileRow[] {
+    if (this.leased.size === 0) return rows;
+    return rows.filter((r) => !this.leased.has(r.id)).slice(0, limit);
   }
 
   /** Stable rows ready for upload and not held by a job, leaving out paused watches. */
   dueForUpload(now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    const ids = this.st(
-      `SELECT id FROM files WHERE state = 'stable' AND next_at <= ?
+    const rows = this.st(
+      `SELECT * FROM files WHERE state = 'stable' AND next_at <= ?
        AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id LIMIT ?`,
-    )
-      .pluck()
-      .all(now, limit + this.leased.size) as number[];
-    return this.rows(ids, limit);
+    ).all(now, limit + this.leased.size) as FileRow[];
+    return this.unleased(rows, limit);
   }
 
   /**
