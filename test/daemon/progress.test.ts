@@ -8,6 +8,16 @@ import type { StateDb } from '../../daemon/src/state.ts';
 
 afterEach(() => vi.useRealTimers());
 
+/** A terminal that keeps what is written to it. */
+function fakeTerminal() {
+  const terminal = { written: '', stream: undefined as unknown as NodeJS.WritableStream };
+  terminal.stream = {
+    isTTY: true,
+    write: (s: string | Buffer) => ((terminal.written += String(s)), true),
+  } as unknown as NodeJS.WritableStream;
+  return terminal;
+}
+
 describe("run's one-line summary", () => {
   it('counts per stage, a rate and an ETA for what is queued', () => {
     const counts = { discovered: 5, stable: 5, uploading: 2, uploaded: 8, done: 0, archived: 30, failed: 1 };
@@ -51,18 +61,14 @@ describe('the progress bar of long commands', () => {
       'rerun chunks [######------------------] 1/4 25% ETA 6s',
     );
     expect(renderBar('rerun chunks', 4, 4, 2000)).toBe('rerun chunks [########################] 4/4 100%');
-    let written = '';
-    const tty = {
-      isTTY: true,
-      write: (s: string) => ((written += s), true),
-    } as unknown as NodeJS.WritableStream;
+    const tty = fakeTerminal();
     let t = 0;
-    const bar = progressBar(tty, 'x', () => t);
+    const bar = progressBar(tty.stream, 'x', () => t);
     t = 1000;
     bar.update(1, 2);
     bar.update(2, 2);
     bar.finish();
-    expect(written).toBe(
+    expect(tty.written).toBe(
       '\r\x1b[2Kx [############------------] 1/2 50% ETA 1s\r\x1b[2Kx [########################] 2/2 100%\n',
     );
     const pipe = {
@@ -79,39 +85,31 @@ describe('the progress bar of long commands', () => {
 
 describe('log lines and the progress bar on one terminal', () => {
   it('a log line clears the bar, and the bar is drawn again below it; after finish lines are plain', async () => {
-    let written = '';
-    const tty = {
-      isTTY: true,
-      write: (s: string | Buffer) => ((written += String(s)), true),
-    } as unknown as NodeJS.WritableStream;
-    const logs = aboveTheBar(tty);
+    const tty = fakeTerminal();
+    const logs = aboveTheBar(tty.stream);
     const log = (line: string) => new Promise<void>((resolve) => logs.write(line, () => resolve()));
     await log('before\n');
-    const bar = progressBar(tty, 'x', () => 0);
+    const bar = progressBar(tty.stream, 'x', () => 0);
     bar.update(1, 2);
     await log('during\n');
     bar.finish();
     await log('after\n');
     const bar50 = 'x [############------------] 1/2 50% ETA 0s';
-    expect(written).toBe(`before\n\r\x1b[2K${bar50}\r\x1b[2Kduring\n${bar50}\nafter\n`);
+    expect(tty.written).toBe(`before\n\r\x1b[2K${bar50}\r\x1b[2Kduring\n${bar50}\nafter\n`);
   });
 });
 
 describe('a count while the total is not known (the start-up scan)', () => {
   it('redraws at most every 50 ms, and finish shows the last count', () => {
-    let written = '';
-    const tty = {
-      isTTY: true,
-      write: (s: string) => ((written += s), true),
-    } as unknown as NodeJS.WritableStream;
+    const tty = fakeTerminal();
     let t = 0;
-    const bar = progressBar(tty, 'scan: files found', () => t);
+    const bar = progressBar(tty.stream, 'scan: files found', () => t);
     for (let n = 1; n <= 5; n++) bar.update(n);
     t = 60;
     bar.update(6);
     bar.update(7);
     bar.finish();
-    expect(written).toBe(
+    expect(tty.written).toBe(
       '\r\x1b[2Kscan: files found 1\r\x1b[2Kscan: files found 6\r\x1b[2Kscan: files found 7\n',
     );
   });
