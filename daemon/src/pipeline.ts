@@ -244,7 +244,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   ingest(watch: WatchConfig, files: Candidate[]): number {
     const { db, log } = this.deps;
     if (files.length === 0) return 0; // an empty folder: the watch's rows (maybe many archived) are not read
-    const known = db.known(watch.path);
+    const known = db.known(watch.path, watch.on_success === 'keep');
     const fresh: NewFile[] = files
       .filter((f) => this.isNew(watch, f, known.get(f.path)))
       .map((f) => ({ watch: watch.path, ...f }));

@@ -208,13 +208,25 @@ export class StateDb {
       FileRow | undefined;
   }
 
-  /** The latest row of every path under a watch, for comparing a scan with the DB in one read. */
-  known(watch: string): Map<string, KnownFile> {
-    const map = new Map<string, KnownFile>();
-    for (const r of this.st(
-      `SELECT path, state, size, mtime_ms, ino FROM files WHERE watch = ? ORDER BY id`,
-    ).iterate(watch) as Iterable<KnownFile & { path: string }>)
-      map.set(r.path, { state: r.state, size: r.size, mtime_ms: r.mtime_ms, ino: r.ino });
+  /**
+   * The latest row of every path under a watch that a scan must compare with, in one read. Rows at
+   * rest (archived, or failed and moved to failed_dir: next_at = NEVER) are left out unless
+   * `withArchived`: a path whose row is archived is new work anyway when the watch moves or deletes
+   * its files, so a rescan costs the rows still in the pipeline, not the watch's whole history.
+   * Only `on_success: keep` needs the archived rows (a kept file is new only if it changed).
+   */
+  known(watch: string, withArchived: boolean): Map<string, KnownFile> {
+    const map = new Map<string, KnownFile & { id: number }>();
+    // `+watch` keeps SQLite on the next_at index (the rows in the pipeline), not the watch's history.
+    const rows = withArchived
+      ? this.st(`SELECT id, path, state, size, mtime_ms, ino FROM files WHERE watch = ?`)
+      : this.st(
+          `SELECT id, path, state, size, mtime_ms, ino FROM files WHERE next_at < ${NEVER} AND +watch = ?`,
+        );
+    for (const r of rows.iterate(watch) as Iterable<KnownFile & { id: number; path: string }>) {
+      const seen = map.get(r.path);
+      if (!seen || seen.id < r.id) map.set(r.path, r);
+    }
     return map;
   }
 
