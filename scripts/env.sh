@@ -16,8 +16,10 @@ if [ "$(node_major)" -lt 22 ]; then
     echo "docex: Node $(node --version 2>/dev/null || echo none) is older than 22; installing Node 24 into $node_home" >&2
     mkdir -p "$node_home"
     # The `node` package fetches its binary in an install script: scripts must run here, even when
-    # the caller (an `npm run` of this repo, whose .npmrc sets ignore-scripts) exports them as off.
-    npm install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false node@24 >&2
+    # the caller exports them as off or, as an `npm run` of this repo does (its .npmrc), exports
+    # strict-allow-scripts, which refuses the `node` package's unreviewed preinstall.
+    npm install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false \
+      --strict-allow-scripts=false node@24 >&2
     if ! "$node_home/node_modules/.bin/node" --version >/dev/null 2>&1; then
       echo "docex: installing Node 24 from the npm registry failed (no $node_home/node_modules/.bin/node)" >&2
       exit 1
