@@ -18,7 +18,7 @@ if [ ! -f "$dir/node_modules/playwright-core/package.json" ]; then
   echo "docex: installing playwright-core $version into $dir (the browser driver)" >&2
   mkdir -p "$dir"
   echo '{ "name": "docex-browser-e2e", "private": true }' > "$dir/package.json"
-  (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --loglevel=error --no-audit --no-fund \
-    --ignore-scripts "playwright-core@$version" >&2)
+  (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_outside install --loglevel=error --no-audit \
+    --no-fund --ignore-scripts --strict-allow-scripts=false "playwright-core@$version" >&2)
 fi
 echo "$dir/node_modules/playwright-core"

@@ -8,6 +8,17 @@ DOCEX_CACHE="${DOCEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/docex}"
 export DOCEX_CACHE
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# npm for installs outside this repo (Node 24, n8n, the browser driver). An `npm run` of this repo
+# exports its .npmrc to every process it starts as npm_config_* (ignore-scripts, strict-allow-scripts),
+# settings meant for this repo's own dependencies: they are dropped here (not nodedir, set below).
+npm_outside() {
+  local drop=() name
+  for name in $(compgen -e); do
+    case "${name,,}" in npm_config_nodedir) ;; npm_config_*) drop+=(-u "$name") ;; esac
+  done
+  env "${drop[@]}" npm "$@"
+}
+
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
 if [ "$(node_major)" -lt 22 ]; then
@@ -15,10 +26,9 @@ if [ "$(node_major)" -lt 22 ]; then
   if [ ! -x "$node_home/node_modules/.bin/node" ]; then
     echo "docex: Node $(node --version 2>/dev/null || echo none) is older than 22; installing Node 24 into $node_home" >&2
     mkdir -p "$node_home"
-    # The `node` package fetches its binary in an install script: scripts must run here, even when
-    # the caller exports them as off or, as an `npm run` of this repo does (its .npmrc), exports
-    # strict-allow-scripts, which refuses the `node` package's unreviewed preinstall.
-    npm install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false \
+    # The `node` package fetches its binary in an install script: scripts must run here, whatever a
+    # user config says (strict-allow-scripts would refuse its unreviewed preinstall).
+    npm_outside install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false \
       --strict-allow-scripts=false node@24 >&2
     if ! "$node_home/node_modules/.bin/node" --version >/dev/null 2>&1; then
       echo "docex: installing Node 24 from the npm registry failed (no $node_home/node_modules/.bin/node)" >&2

@@ -17,10 +17,13 @@ if [ ! -f "$stamp" ] || ! sqlite_loads; then
 JSON
   # env.sh points npm_config_nodedir at Node 24's headers when it installed Node 24; a machine Node
   # >= 22 builds against its own headers (npm's default, or the machine's npmrc).
-  (cd "$dir" && npm install --loglevel=error --no-audit --no-fund --ignore-scripts "n8n@$version" >&2)
-  # The rebuild runs sqlite3's install script: it must run even under an `npm run` of this repo,
-  # which exports the repo's ignore-scripts=true to every npm it starts.
-  (cd "$dir" && npm rebuild sqlite3 --ignore-scripts=false --loglevel=error >&2)
+  # n8n has 16 dependencies with install scripts: none runs (a user config's strict-allow-scripts
+  # would refuse the whole install for them).
+  (cd "$dir" && npm_outside install --loglevel=error --no-audit --no-fund --ignore-scripts \
+    --strict-allow-scripts=false "n8n@$version" >&2)
+  # The rebuild runs sqlite3's install script, the one that must run.
+  (cd "$dir" && npm_outside rebuild sqlite3 --ignore-scripts=false --strict-allow-scripts=false \
+    --loglevel=error >&2)
   if ! sqlite_loads; then
     echo "docex: n8n's sqlite3 addon did not build in $dir (see the npm output above)" >&2
     exit 1
