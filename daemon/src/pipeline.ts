@@ -122,6 +122,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** After stop(): late answers of abandoned polls change nothing. */
   private stopped = false;
   private refused: unknown;
+  private unreachableSet: boolean | undefined;
 
   constructor(deps: PipelineDeps) {
     super();
@@ -180,17 +181,25 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       );
       this.emit('watch-paused', row.watch, effect.reason);
     } else if (effect.kind === 'service-unreachable') {
-      if (!db.getValue(UNREACHABLE)) {
+      if (!this.unreachable()) {
         db.setValue(UNREACHABLE, JSON.stringify({ since: this.now(), reason: effect.reason }));
+        this.unreachableSet = true;
         log.error({ reason: effect.reason }, 'the service cannot be reached; files wait and are retried');
         this.emit('service-unreachable', effect.reason);
       }
     }
   }
 
+  /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
+  private unreachable(): boolean {
+    this.unreachableSet ??= this.deps.db.getValue(UNREACHABLE) !== undefined;
+    return this.unreachableSet;
+  }
+
   private reachable() {
-    if (this.deps.db.getValue(UNREACHABLE)) {
+    if (this.unreachable()) {
       this.deps.db.deleteValue(UNREACHABLE);
+      this.unreachableSet = false;
       this.deps.log.info('the service can be reached again');
     }
   }
