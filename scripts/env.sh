@@ -10,11 +10,15 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # npm for installs outside this repo (Node 24, n8n, the browser driver). An `npm run` of this repo
 # exports its .npmrc to every process it starts as npm_config_* (ignore-scripts, strict-allow-scripts),
-# settings meant for this repo's own dependencies: they are dropped here (not nodedir, set below).
+# settings meant for this repo's own dependencies: they are dropped here (not nodedir, set below, nor
+# globalconfig, the machine's own settings).
 npm_outside() {
   local drop=() name
   for name in $(compgen -e); do
-    case "${name,,}" in npm_config_nodedir) ;; npm_config_*) drop+=(-u "$name") ;; esac
+    case "${name,,}" in
+      npm_config_nodedir | npm_config_globalconfig) ;;
+      npm_config_*) drop+=(-u "$name") ;;
+    esac
   done
   env "${drop[@]}" npm "$@"
 }
@@ -22,6 +26,13 @@ npm_outside() {
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
 if [ "$(node_major)" -lt 22 ]; then
+  # npm reads its global config (the machine's registry, proxy or CA file) next to the Node it runs
+  # on: under Node 24 from the cache it would find none, and fetches through a TLS-inspecting proxy
+  # would fail. An `npm run` already exports it; a direct call of scripts/run.sh does not.
+  if [ -z "${npm_config_globalconfig:-}" ]; then
+    machine_npmrc="$(npm config get globalconfig 2>/dev/null || true)"
+    [ -f "$machine_npmrc" ] && export npm_config_globalconfig="$machine_npmrc"
+  fi
   node_home="$DOCEX_CACHE/node24"
   if [ ! -x "$node_home/node_modules/.bin/node" ]; then
     echo "docex: Node $(node --version 2>/dev/null || echo none) is older than 22; installing Node 24 into $node_home" >&2

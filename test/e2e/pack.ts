@@ -28,7 +28,7 @@ export interface Packed {
   tarballs: Partial<Record<PackageName, string>>;
   /** Paths inside a tarball (without the leading `package/`). */
   list(tarball: string): string[];
-  /** An environment for npm: no npm_config_* inherited from an outer `npm run`, the strict user config. */
+  /** An environment for npm: no npm_config_* inherited from an outer `npm run` (but the machine's global config), the strict user config. */
   npmEnv: NodeJS.ProcessEnv;
   remove(): void;
 }
@@ -55,7 +55,13 @@ export function packAsDocumented(packages: PackageName[] = ['n8n-nodes-docex', '
   const userconfig = join(dir, 'user.npmrc');
   writeFileSync(userconfig, 'ignore-scripts=true\n');
   const npmEnv: NodeJS.ProcessEnv = {
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k))),
+    // The machine's global config (npm_config_globalconfig) stays: under the Node 24 of the cache
+    // npm would not find it by itself.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => !/^npm_config_/i.test(k) || /^npm_config_globalconfig$/i.test(k),
+      ),
+    ),
     npm_config_userconfig: userconfig,
   };
   const out = join(dir, 'tarballs');
