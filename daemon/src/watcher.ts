@@ -1,18 +1,22 @@
 /**
- * Finds files: chokidar events (native, or polling for network shares), chokidar's first walk as the
- * start-up scan, and a periodic rescan for missed events. A scan walks the tree once, stats what it
- * finds and hands the whole list to the pipeline, which compares it with the DB in one read and
- * records the new files in one transaction; the log gets one summary line per scan.
+ * Finds files. The start-up scan and the periodic rescan walk the tree (walk.ts) and hand the whole
+ * list to the pipeline, which compares it with the DB in one read and records the new files in one
+ * transaction; the log gets one summary line per scan.
+ *
+ * Between scans, natively: one fs.watch per folder, made before the folder is read. An event is only
+ * a hint to lstat that path; hints are coalesced per event-loop turn and nothing is kept per file,
+ * so memory follows the number of folders, not of files (100,000 files: ~100 MB, see docs/daemon.md).
+ * A folder whose watcher fails is walked again; the periodic rescan re-watches what was missed.
+ * With `polling` (network shares, where inotify sees nothing), chokidar's polling reports changes.
  */
-import chokidar, { type FSWatcher } from 'chokidar';
-import { isUtf8 } from 'node:buffer';
-import type { Dirent, Stats } from 'node:fs';
-import { lstat, readdir, rename } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import chokidar, { type FSWatcher as Poller } from 'chokidar';
+import { watch as watchFolder, type FSWatcher } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { join, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
-import { freeTarget, isIgnored } from './files.ts';
 import type { Candidate } from './pipeline.ts';
+import { Walker } from './walk.ts';
 
 export interface CandidateSink {
   candidate(watch: WatchConfig, file: Candidate): void;
@@ -20,20 +24,29 @@ export interface CandidateSink {
   ingest(watch: WatchConfig, files: Candidate[]): number;
 }
 
-/** lstat calls in flight at once during a scan (libuv runs 4 at a time; a few more keep it busy). */
-const STAT_BATCH = 64;
+/** A folder whose watcher failed is walked (and watched) again after this long. */
+const REWALK_MS = 1000;
 
 export class FolderWatcher {
-  private watcher: FSWatcher | undefined;
+  /** Watched folders, with the inode watched: a folder replaced by another of the same name gets a new watcher. */
+  private readonly folders = new Map<string, { watcher: FSWatcher; ino: number }>();
+  /** Names events reported since the last turn, by folder and raw name. */
+  private readonly hints = new Map<string, { dir: string; raw: Buffer }>();
+  /** Until the start-up scan has recorded its files, hints wait (it finds those files anyway). */
+  private hintsQueued = true;
+  /** Folders to walk again (their watcher failed), on one timer. */
+  private readonly lost = new Set<string>();
+  private lostTimer: NodeJS.Timeout | undefined;
+  private poller: Poller | undefined;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
-  private readonly skipped = new Set<string>();
-  /** Files the start-up scan renamed (names not valid UTF-8): recorded by the scan, not by chokidar's event. */
-  private readonly renamedAtStart = new Set<string>();
+  private readonly working = new Set<Promise<void>>();
+  private stopped = false;
+  private limitWarned = false;
   private readonly watch: WatchConfig;
   private readonly sink: CandidateSink;
   private readonly log: Logger;
-
+  private readonly walker: Walker;
   private readonly scanned: (() => void) | undefined;
 
   /** `scanned`: told of each file the start-up scan finds (the progress line of `run` on a terminal). */
@@ -42,52 +55,20 @@ export class FolderWatcher {
     this.sink = sink;
     this.log = log;
     this.scanned = scanned;
+    this.walker = new Walker(watch, log);
   }
 
   /**
-   * The start-up scan is chokidar's own first walk (one walk of the tree, not two): the files it
-   * reports before "ready" are recorded in one go, then every event is a candidate of its own.
-   * chokidar cannot see names that are not valid UTF-8: each folder it reports is listed once
-   * more by raw name (no stat), and such files are renamed and recorded with the rest.
+   * Watches, then walks: a file added during the walk is seen by the walk, the watcher or both (the
+   * pipeline records a path once). Polling: chokidar is ready before the walk starts.
    */
   async start() {
     const started = performance.now();
-    const initial: Array<Candidate | Promise<Candidate | undefined>> = [];
-    const relisted: Array<Promise<Array<Promise<Candidate | undefined>>>> = [];
-    let ready = false;
-    this.watcher = chokidar.watch(this.watch.path, {
-      ignoreInitial: false,
-      alwaysStat: true,
-      usePolling: this.watch.polling,
-      interval: this.watch.polling_interval_ms,
-      binaryInterval: this.watch.polling_interval_ms,
-      depth: this.watch.recursive ? undefined : 0,
-      followSymlinks: false,
-      ignored: (path) => path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path)),
+    if (this.watch.polling) await this.startPolling();
+    const found = await this.walker.walk(this.watch.path, {
+      entering: this.watch.polling ? undefined : (dir) => this.enter(dir),
+      found: this.scanned,
     });
-    this.watcher
-      .on('add', (path, stats) => {
-        if (ready) return void (this.renamedAtStart.delete(path) || this.check(path));
-        // chokidar lstats (followSymlinks: false): anything but a regular file gets a look of its own.
-        initial.push(stats?.isFile() ? this.candidateOf(path, stats) : this.describe(path));
-        this.scanned?.();
-      })
-      // Listed while chokidar walks on (its walk waits on stats, this one on a readdir per folder).
-      .on('addDir', (path) => ready || relisted.push(this.renameNonUtf8(path)))
-      .on('change', (path) => void this.check(path))
-      .on('error', (error) =>
-        this.log.warn(
-          { err: error, folder: this.watch.path },
-          'watcher error; the periodic rescan still runs',
-        ),
-      );
-    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    ready = true;
-    for (const renamed of await Promise.all(relisted)) initial.push(...renamed);
-    // A renamed file chokidar also saw under its new name is one file.
-    const byPath = new Map<string, Candidate>();
-    for (const c of await Promise.all(initial)) if (c) byPath.set(c.path, c);
-    const found = [...byPath.values()];
     const fresh = this.sink.ingest(this.watch, found);
     this.log.info(
       {
@@ -98,48 +79,43 @@ export class FolderWatcher {
       },
       'start-up scan',
     );
+    this.hintsQueued = false;
+    if (this.hints.size > 0) this.lookSoon();
     this.timer = setInterval(() => void this.scan('rescan'), this.watch.rescan_interval_ms);
   }
 
   async stop() {
-    if (this.timer) clearInterval(this.timer);
-    await this.watcher?.close();
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.lostTimer);
+    for (const dir of [...this.folders.keys()]) this.unwatch(dir);
+    await this.poller?.close();
     await this.scanning;
+    while (this.working.size > 0) await Promise.all(this.working);
   }
 
-  /** Every file present now (the periodic rescan): what the watcher missed, and names that are not UTF-8. */
+  /** Every file present now (the periodic rescan): what the watcher missed; folders are watched anew. */
   scan(why: 'rescan' = 'rescan'): Promise<void> {
-    this.scanning ??= this.walkAll(why).finally(() => (this.scanning = undefined));
+    this.scanning ??= this.rescan(why).finally(() => (this.scanning = undefined));
     return this.scanning;
   }
 
-  private async walkAll(why: string) {
+  private async rescan(why: string) {
     const started = performance.now();
-    const found: Candidate[] = [];
-    const walk = async (dir: string): Promise<void> => {
-      let entries: Dirent<Buffer>[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
-      } catch (error) {
-        this.log.warn({ folder: dir, code: (error as NodeJS.ErrnoException).code }, 'cannot read folder');
-        return;
-      }
-      const files: string[] = [];
-      for (const entry of entries) {
-        const name = await this.nameOf(dir, entry.name, entry.isFile());
-        if (name === undefined) continue;
-        const path = join(dir, name);
-        if (isIgnored(this.watch, relative(this.watch.path, path))) continue;
-        if (entry.isDirectory()) {
-          if (this.watch.recursive) await walk(path);
-        } else files.push(path);
-      }
-      for (let i = 0; i < files.length; i += STAT_BATCH) {
-        const batch = await Promise.all(files.slice(i, i + STAT_BATCH).map((p) => this.describe(p)));
-        for (const c of batch) if (c) found.push(c);
-      }
+    const walked = new Set<string>();
+    const entering = (dir: string) => {
+      walked.add(dir);
+      return this.enter(dir);
     };
-    await walk(this.watch.path);
+    const found = await this.walker.walk(this.watch.path, {
+      entering: this.watch.polling ? undefined : entering,
+    });
+    if (this.stopped) return;
+    for (const dir of [...this.folders.keys()]) {
+      if (walked.has(dir)) continue;
+      const info = await lstat(dir).catch(() => undefined);
+      if (!info?.isDirectory()) this.unwatch(dir);
+    }
     const fresh = this.sink.ingest(this.watch, found);
     this.log[fresh > 0 ? 'info' : 'debug'](
       {
@@ -152,91 +128,145 @@ export class FolderWatcher {
     );
   }
 
-  /**
-   * The entry's name as a string. A name that is not valid UTF-8 cannot be named in the DB or sent
-   * in an upload: the file is renamed in place (its bytes read as Latin-1, the legacy encoding such
-   * names mostly come from), which the log says.
-   */
-  private async nameOf(dir: string, raw: Buffer, isFile: boolean): Promise<string | undefined> {
-    if (isUtf8(raw)) return raw.toString('utf8');
-    const readable = raw.toString('latin1').normalize('NFC');
-    if (!isFile) {
-      this.warnOnce(join(dir, readable), 'skipped: the name is not valid UTF-8 (only files are renamed)');
-      return undefined;
-    }
-    try {
-      const target = await freeTarget(dir, readable);
-      await rename(rawPath(dir, raw), target);
-      this.log.warn(
-        { folder: dir, name: JSON.stringify(readable), renamedTo: relative(dir, target) },
-        'renamed a file whose name is not valid UTF-8',
+  private async startPolling() {
+    this.poller = chokidar.watch(this.watch.path, {
+      ignoreInitial: true,
+      backend: 'polling',
+      pollingInterval: this.watch.polling_interval_ms,
+      pollingBinaryInterval: this.watch.polling_interval_ms,
+      depth: this.watch.recursive ? undefined : 0,
+      followSymlinks: false,
+      ignored: (path) => this.walker.ignored(path),
+    });
+    this.poller
+      .on('add', (path) => this.track(this.check(path)))
+      .on('change', (path) => this.track(this.check(path)))
+      .on('error', (error) =>
+        this.log.warn(
+          { err: error, folder: this.watch.path },
+          'watcher error; the periodic rescan still runs',
+        ),
       );
-      return relative(dir, target);
-    } catch (error) {
-      this.warnOnce(
-        join(dir, readable),
-        `cannot process a file whose name is not valid UTF-8 and that cannot be renamed (${(error as NodeJS.ErrnoException).code}); rename it`,
-      );
-      return undefined;
-    }
+    await new Promise<void>((resolve) => this.poller!.once('ready', () => resolve()));
   }
 
-  /** The files of `dir` whose names are not valid UTF-8, renamed (see nameOf): their candidates. */
-  private async renameNonUtf8(dir: string): Promise<Array<Promise<Candidate | undefined>>> {
-    const names = await readdir(dir, { encoding: 'buffer' }).catch(() => [] as Buffer[]);
-    const found: Array<Promise<Candidate | undefined>> = [];
-    for (const raw of names) {
-      if (isUtf8(raw)) continue;
-      const isFile = await lstat(rawPath(dir, raw)).then(
-        (s) => s.isFile(),
-        () => false,
-      );
-      const name = await this.nameOf(dir, raw, isFile);
-      if (name === undefined || isIgnored(this.watch, relative(this.watch.path, join(dir, name)))) continue;
-      this.renamedAtStart.add(join(dir, name));
-      found.push(this.describe(join(dir, name)));
-    }
-    return found;
-  }
-
-  private warnOnce(path: string, message: string) {
-    if (this.skipped.has(path)) return;
-    this.skipped.add(path);
-    this.log.warn({ file: path }, message);
-  }
-
-  /** A regular file's candidate; symlinks and special files are skipped with one log line each. */
-  private async describe(path: string): Promise<Candidate | undefined> {
-    let info;
-    try {
-      info = await lstat(path);
-    } catch {
-      if (path.includes('\uFFFD')) void this.scan('rescan'); // maybe a name that is not valid UTF-8
-      return undefined;
-    }
-    if (!info.isFile()) {
-      if (!info.isDirectory() && !this.skipped.has(path)) {
-        this.skipped.add(path);
-        this.log.info(
-          { file: path, kind: info.isSymbolicLink() ? 'symlink' : 'special' },
-          'skipped: not a regular file',
-        );
-      }
-      return undefined;
-    }
-    return this.candidateOf(path, info);
-  }
-
-  private candidateOf(path: string, info: Stats): Candidate {
-    const rel = relative(this.watch.path, path).normalize('NFC');
-    return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
-  }
-
+  /** A path chokidar reported (polling). */
   private async check(path: string) {
-    if (isIgnored(this.watch, relative(this.watch.path, path))) return;
-    const candidate = await this.describe(path);
+    if (this.walker.ignored(path)) return;
+    const candidate = await this.walker.describe(path);
+    if (this.stopped) return;
     if (candidate) this.sink.candidate(this.watch, candidate);
+    // chokidar cannot name a file whose name is not valid UTF-8; the rescan renames it.
+    else if (path.includes('\uFFFD')) void this.scan('rescan');
+  }
+
+  /** Watches `dir` (the folder now at that path) before it is read. */
+  private async enter(dir: string) {
+    const info = await lstat(dir).catch(() => undefined);
+    if (!info?.isDirectory() || this.stopped) return;
+    if (this.folders.get(dir)?.ino === info.ino) return;
+    this.unwatch(dir);
+    let watcher: FSWatcher;
+    try {
+      watcher = watchFolder(dir, { encoding: 'buffer', persistent: true }, (_event, name) =>
+        name ? this.hint(dir, name) : this.lose(dir),
+      );
+    } catch (error) {
+      this.cannotWatch(dir, error as NodeJS.ErrnoException);
+      return;
+    }
+    watcher.on('error', () => this.lose(dir));
+    this.folders.set(dir, { watcher, ino: Number(info.ino) });
+  }
+
+  private cannotWatch(dir: string, error: NodeJS.ErrnoException) {
+    if (error.code === 'ENOENT') return; // removed meanwhile
+    if (error.code === 'ENOSPC') {
+      if (this.limitWarned) return;
+      this.limitWarned = true;
+      this.log.warn(
+        { folder: this.watch.path, at: dir },
+        'the system limit of watched folders is reached: folders beyond it are found only by the periodic rescan; raise it with `sysctl fs.inotify.max_user_watches=524288`',
+      );
+    } else
+      this.log.warn(
+        { folder: dir, code: error.code },
+        'cannot watch this folder: its files are found only by the periodic rescan',
+      );
+  }
+
+  /** Closes the watchers of `dir` and of the folders under it. */
+  private unwatch(dir: string) {
+    if (!this.folders.has(dir)) return;
+    for (const [path, { watcher }] of this.folders)
+      if (path === dir || path.startsWith(dir + sep)) {
+        watcher.close();
+        this.folders.delete(path);
+      }
+  }
+
+  /** The watcher of `dir` failed or could not say what changed: it is walked and watched anew soon. */
+  private lose(dir: string) {
+    const watched = this.folders.get(dir);
+    watched?.watcher.close();
+    this.folders.delete(dir);
+    if (this.stopped) return;
+    this.lost.add(dir);
+    this.lostTimer ??= setTimeout(() => {
+      this.lostTimer = undefined;
+      for (const dir of this.lost) this.track(this.walkFolder(dir));
+      this.lost.clear();
+    }, REWALK_MS);
+  }
+
+  private hint(dir: string, raw: Buffer) {
+    this.hints.set(`${dir}\0${raw.toString('latin1')}`, { dir, raw });
+    if (!this.hintsQueued) this.lookSoon();
+  }
+
+  /** A burst of events (a big file being written) is one lstat per path per turn. */
+  private lookSoon() {
+    this.hintsQueued = true;
+    setImmediate(() => {
+      this.hintsQueued = false;
+      const hints = [...this.hints.values()];
+      this.hints.clear();
+      for (const { dir, raw } of hints) this.track(this.look(dir, raw));
+    });
+  }
+
+  /** What an event named: a file is a candidate, a new folder is watched and walked; gone is nothing. */
+  private async look(dir: string, raw: Buffer) {
+    if (this.stopped) return;
+    const name = await this.walker.nameOfRaw(dir, raw);
+    if (name === undefined) return;
+    const path = join(dir, name);
+    if (this.walker.ignored(path)) return;
+    const info = await lstat(path).catch(() => undefined);
+    if (this.stopped) return;
+    if (!info) return this.unwatch(path);
+    if (!info.isDirectory()) {
+      const candidate = this.walker.candidateOf(path, info);
+      if (candidate) this.sink.candidate(this.watch, candidate);
+    } else if (this.watch.recursive && this.folders.get(path)?.ino !== Number(info.ino)) {
+      await this.walkFolder(path);
+    }
+  }
+
+  /** A folder new to the watch, or whose watcher failed: watched and walked (sub-folders too). */
+  private async walkFolder(dir: string) {
+    const found = await this.walker.walk(dir, { entering: (d) => this.enter(d) });
+    if (this.stopped) return;
+    const fresh = this.sink.ingest(this.watch, found);
+    this.log.debug({ folder: dir, files: found.length, new: fresh }, 'folder walked');
+  }
+
+  private track(work: Promise<void>) {
+    const tracked = work
+      .catch((error: unknown) =>
+        this.log.warn({ err: error, folder: this.watch.path }, 'watcher step failed; the rescan will see'),
+      )
+      .finally(() => this.working.delete(tracked));
+    this.working.add(tracked);
   }
 }
-
-const rawPath = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);

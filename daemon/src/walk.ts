@@ -1,0 +1,146 @@
+/**
+ * Walks a watched folder: readdir by raw name (a name that is not valid UTF-8 is renamed), the
+ * ignore rules, lstat in batches. Files only: symlinks and special files are skipped with one log
+ * line each, and nothing is kept per file between walks.
+ */
+import { isUtf8 } from 'node:buffer';
+import type { Dirent, Stats } from 'node:fs';
+import { lstat, readdir, rename } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { Logger } from 'pino';
+import type { WatchConfig } from './config.ts';
+import { freeTarget, isIgnored } from './files.ts';
+import type { Candidate } from './pipeline.ts';
+
+/** lstat calls in flight at once during a walk (libuv runs 4 at a time; a few more keep it busy). */
+const STAT_BATCH = 64;
+
+export interface WalkOptions {
+  /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
+  entering?: (dir: string) => Promise<void>;
+  /** Called for each file found (the progress count of the start-up scan). */
+  found?: () => void;
+}
+
+export class Walker {
+  private readonly watch: WatchConfig;
+  private readonly log: Logger;
+  /** Paths already logged as skipped: one line each, not one per walk. */
+  private readonly skipped = new Set<string>();
+
+  constructor(watch: WatchConfig, log: Logger) {
+    this.watch = watch;
+    this.log = log;
+  }
+
+  ignored(path: string): boolean {
+    return path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path));
+  }
+
+  /** The regular files under `dir` (in its sub-folders too when the watch is recursive). */
+  async walk(dir: string, options: WalkOptions = {}): Promise<Candidate[]> {
+    const found: Candidate[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      await options.entering?.(dir);
+      let entries: Dirent<Buffer>[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        // A sub-folder removed meanwhile is no news; the watched folder itself missing is.
+        if (code !== 'ENOENT' || dir === this.watch.path)
+          this.log.warn({ folder: dir, code }, 'cannot read folder');
+        return;
+      }
+      const files: string[] = [];
+      for (const entry of entries) {
+        const name = await this.nameOf(dir, entry.name, entry.isFile());
+        if (name === undefined) continue;
+        const path = join(dir, name);
+        if (this.ignored(path)) continue;
+        if (entry.isDirectory()) {
+          if (this.watch.recursive) await walk(path);
+        } else files.push(path);
+      }
+      for (let i = 0; i < files.length; i += STAT_BATCH) {
+        const batch = await Promise.all(files.slice(i, i + STAT_BATCH).map((p) => this.describe(p)));
+        for (const c of batch)
+          if (c) {
+            found.push(c);
+            options.found?.();
+          }
+      }
+    };
+    await walk(dir);
+    return found;
+  }
+
+  /** The name of an entry an event reported by raw name (see nameOf); undefined when it is gone. */
+  async nameOfRaw(dir: string, raw: Buffer): Promise<string | undefined> {
+    if (isUtf8(raw)) return raw.toString('utf8');
+    const info = await lstat(rawPath(dir, raw)).catch(() => undefined);
+    return info && this.nameOf(dir, raw, info.isFile());
+  }
+
+  /**
+   * The entry's name as a string. A name that is not valid UTF-8 cannot be named in the DB or sent
+   * in an upload: the file is renamed in place (its bytes read as Latin-1, the legacy encoding such
+   * names mostly come from), which the log says.
+   */
+  private async nameOf(dir: string, raw: Buffer, isFile: boolean): Promise<string | undefined> {
+    if (isUtf8(raw)) return raw.toString('utf8');
+    const readable = raw.toString('latin1').normalize('NFC');
+    if (!isFile) {
+      this.warnOnce(join(dir, readable), 'skipped: the name is not valid UTF-8 (only files are renamed)');
+      return undefined;
+    }
+    try {
+      const target = await freeTarget(dir, readable);
+      await rename(rawPath(dir, raw), target);
+      this.log.warn(
+        { folder: dir, name: JSON.stringify(readable), renamedTo: relative(dir, target) },
+        'renamed a file whose name is not valid UTF-8',
+      );
+      return relative(dir, target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Gone: renamed by a walk or an event of the same moment, or removed.
+      if (code === 'ENOENT') return undefined;
+      this.warnOnce(
+        join(dir, readable),
+        `cannot process a file whose name is not valid UTF-8 and that cannot be renamed (${code}); rename it`,
+      );
+      return undefined;
+    }
+  }
+
+  private warnOnce(path: string, message: string) {
+    if (this.skipped.has(path)) return;
+    this.skipped.add(path);
+    this.log.warn({ file: path }, message);
+  }
+
+  /** A regular file's candidate; undefined for anything else or when it is gone. */
+  async describe(path: string): Promise<Candidate | undefined> {
+    const info = await lstat(path).catch(() => undefined);
+    return info && this.candidateOf(path, info);
+  }
+
+  /** Symlinks and special files are skipped with one log line each; folders silently. */
+  candidateOf(path: string, info: Stats): Candidate | undefined {
+    if (!info.isFile()) {
+      if (!info.isDirectory() && !this.skipped.has(path)) {
+        this.skipped.add(path);
+        this.log.info(
+          { file: path, kind: info.isSymbolicLink() ? 'symlink' : 'special' },
+          'skipped: not a regular file',
+        );
+      }
+      return undefined;
+    }
+    const rel = relative(this.watch.path, path).normalize('NFC');
+    return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
+  }
+}
+
+const rawPath = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);
