@@ -29,7 +29,7 @@ const CATEGORIES: Array<[string, RegExp]> = [
     'HTTP client and sockets',
     /node_modules\/(got|p-queue|@sindresorhus|cacheable|undici|form-data)|shared\/src\/node\/transport|shared\/src\/core\/(client|rate-limit|retry)|node:(net|_http|http|internal\/http|internal\/deps\/undici|dns|internal\/dns)|undici/,
   ],
-  ['watcher (chokidar)', /chokidar|readdirp|daemon\/src\/watcher\.ts/],
+  ['watcher (events, walks)', /chokidar|readdirp|daemon\/src\/(watcher|walk)\.ts/],
   ['result files (CSV, JSON, fsync, rename)', /csv-stringify|daemon\/src\/(results|files)\.ts/],
   ['hashing', /node:internal\/crypto/],
   [

@@ -4,7 +4,10 @@
  * - docex-sync: time until every file is recorded in the state DB and watching is ready, peak RSS,
  *   then CPU over IDLE_S seconds with those 100k files waiting (stable_ms is an hour, so nothing
  *   is uploaded; this includes any periodic rescan that falls in the window);
- * - bare chokidar on the same tree: time to "ready", peak RSS, CPU over IDLE_S seconds;
+ * - bare chokidar on the same tree: time to "ready", peak RSS, CPU over IDLE_S seconds (docex-sync
+ *   used it until it kept a tree of every file in memory; polling mode still does);
+ * - the least docex-sync's watcher does: a walk (readdir, lstat in batches) with one fs.watch per
+ *   folder made before the folder is read, nothing kept per file; the same three figures;
  * - docex-sync idle with 100k archived and 100k failed rows in its DB and an empty inbox.
  * No server is needed: nothing is uploaded.
  */
@@ -119,6 +122,30 @@ const cases = {
     await watcher.close();
     return { seconds, peakRssMb, idleCpuPercent };
   },
+  async walk(_dir: string, tree: string): Promise<CaseResult> {
+    const { watch } = await import('node:fs');
+    const { lstat, readdir } = await import('node:fs/promises');
+    const peak = rssPeak();
+    const t0 = performance.now();
+    const watchers: Array<ReturnType<typeof watch>> = [];
+    let found = 0;
+    const walk = async (dir: string): Promise<void> => {
+      watchers.push(watch(dir, { encoding: 'buffer' }, () => undefined));
+      const files: string[] = [];
+      for (const entry of await readdir(dir, { withFileTypes: true }))
+        if (entry.isDirectory()) await walk(join(dir, entry.name));
+        else files.push(join(dir, entry.name));
+      for (let i = 0; i < files.length; i += 64)
+        for (const s of await Promise.all(files.slice(i, i + 64).map((f) => lstat(f)))) found += +s.isFile();
+    };
+    await walk(tree);
+    const seconds = (performance.now() - t0) / 1000;
+    const peakRssMb = peak();
+    if (found !== FILES) throw new Error(`the walk found ${found} of ${FILES}`);
+    const idleCpuPercent = await idleCpu();
+    for (const w of watchers) w.close();
+    return { seconds, peakRssMb, idleCpuPercent };
+  },
   async rested(dir: string): Promise<CaseResult> {
     const { StateDb } = await import('../daemon/src/state.ts');
     const { NEVER } = await import('../daemon/src/lifecycle.ts');
@@ -179,6 +206,7 @@ export default async function scaleBench(): Promise<BenchRow[]> {
     }
     const sync = await inChild('record', tree);
     const bare = await inChild('chokidar', tree);
+    const walk = await inChild('walk', tree);
     const rested = await inChild('rested', tree);
     const n = FILES.toLocaleString('en');
     return [
@@ -189,8 +217,10 @@ export default async function scaleBench(): Promise<BenchRow[]> {
         note: 'goal < 10',
       },
       { measure: 'bare chokidar: ready', value: bare.seconds!, unit: 's' },
+      { measure: 'bare walk + fs.watch per folder: done', value: walk.seconds!, unit: 's' },
       { measure: 'docex-sync: peak RSS', value: sync.peakRssMb!, unit: 'MB', note: 'goal < 250' },
       { measure: 'bare chokidar: peak RSS', value: bare.peakRssMb!, unit: 'MB' },
+      { measure: 'bare walk + fs.watch per folder: peak RSS', value: walk.peakRssMb!, unit: 'MB' },
       {
         measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} files waiting`,
         value: sync.idleCpuPercent,
@@ -198,6 +228,11 @@ export default async function scaleBench(): Promise<BenchRow[]> {
         note: 'goal < 1',
       },
       { measure: `bare chokidar: idle CPU over ${IDLE_S} s`, value: bare.idleCpuPercent, unit: '%' },
+      {
+        measure: `bare walk + fs.watch per folder: idle CPU over ${IDLE_S} s`,
+        value: walk.idleCpuPercent,
+        unit: '%',
+      },
       {
         measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} archived + ${n} failed rows`,
         value: rested.idleCpuPercent,
