@@ -10,9 +10,9 @@
  * With `polling` (network shares, where inotify sees nothing), chokidar's polling reports changes.
  */
 import chokidar, { type FSWatcher as Poller } from 'chokidar';
-import { watch as watchFolder, type FSWatcher } from 'node:fs';
+import { watch as watchFolder, type FSWatcher, type Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
 import type { Candidate } from './pipeline.ts';
@@ -27,9 +27,15 @@ export interface CandidateSink {
 /** A folder whose watcher failed is walked (and watched) again after this long. */
 const REWALK_MS = 1000;
 
+/**
+ * Which folder is at a path: its inode, and its birth time, since a folder made again at once often
+ * gets the inode number of the one just removed (ext4).
+ */
+const identity = (info: Stats) => `${info.ino}:${info.birthtimeMs}`;
+
 export class FolderWatcher {
-  /** Watched folders, with the inode watched: a folder replaced by another of the same name gets a new watcher. */
-  private readonly folders = new Map<string, { watcher: FSWatcher; ino: number }>();
+  /** Watched folders and which folder is watched: one replaced by another of the same name gets a new watcher. */
+  private readonly folders = new Map<string, { watcher: FSWatcher; id: string }>();
   /** Names events reported since the last turn, by folder and raw name. */
   private readonly hints = new Map<string, { dir: string; raw: Buffer }>();
   /** Until the start-up scan has recorded its files, hints wait (it finds those files anyway). */
@@ -164,7 +170,7 @@ export class FolderWatcher {
   private async enter(dir: string) {
     const info = await lstat(dir).catch(() => undefined);
     if (!info?.isDirectory() || this.stopped) return;
-    if (this.folders.get(dir)?.ino === info.ino) return;
+    if (this.folders.get(dir)?.id === identity(info)) return;
     this.unwatch(dir);
     let watcher: FSWatcher;
     try {
@@ -176,7 +182,7 @@ export class FolderWatcher {
       return;
     }
     watcher.on('error', () => this.lose(dir));
-    this.folders.set(dir, { watcher, ino: Number(info.ino) });
+    this.folders.set(dir, { watcher, id: identity(info) });
   }
 
   private cannotWatch(dir: string, error: NodeJS.ErrnoException) {
@@ -244,11 +250,21 @@ export class FolderWatcher {
     if (this.walker.ignored(path)) return;
     const info = await lstat(path).catch(() => undefined);
     if (this.stopped) return;
-    if (!info) return this.unwatch(path);
+    if (!info) {
+      this.unwatch(path);
+      // A watcher names its own folder when that folder is removed or moved away: the folder now at
+      // that path, if any, needs a watcher of its own (seldom a file named like its folder, then
+      // the folder is only walked once more).
+      if (name === basename(dir) && this.folders.has(dir)) {
+        this.unwatch(dir);
+        await this.walkFolder(dir);
+      }
+      return;
+    }
     if (!info.isDirectory()) {
       const candidate = this.walker.candidateOf(path, info);
       if (candidate) this.sink.candidate(this.watch, candidate);
-    } else if (this.watch.recursive && this.folders.get(path)?.ino !== Number(info.ino)) {
+    } else if (this.watch.recursive && this.folders.get(path)?.id !== identity(info)) {
       await this.walkFolder(path);
     }
   }
