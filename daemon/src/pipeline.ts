@@ -29,7 +29,7 @@ import {
 } from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
 import { ResultWriter } from './results.ts';
-import type { NewFile, StateDb } from './state.ts';
+import type { StateDb } from './state.ts';
 
 export interface PipelineDeps {
   db: StateDb;
@@ -254,11 +254,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const { db, log } = this.deps;
     if (files.length === 0) return 0; // an empty folder: the watch's rows (maybe many archived) are not read
     const known = db.known(watch.path, watch.on_success === 'keep');
-    const fresh: NewFile[] = files
-      .filter((f) => this.isNew(watch, f, known.get(f.path)))
-      .map((f) => ({ watch: watch.path, ...f }));
+    const fresh = files.filter((f) => this.isNew(watch, f, known.get(f.path)));
     if (fresh.length) {
-      db.discoverMany(fresh, this.now(), watch.stable_ms);
+      db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
       db.flush();
       this.deps.metrics?.discovered.inc(fresh.length);
       for (const f of fresh.slice(0, 20)) log.debug({ file: f.path }, 'discovered');

@@ -6,7 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Dirent, Stats } from 'node:fs';
 import { lstat, readdir, rename } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
 import { freeTarget, isIgnored } from './files.ts';
@@ -40,7 +40,9 @@ export class Walker {
   /** The regular files under `dir` (in its sub-folders too when the watch is recursive). */
   async walk(dir: string, options: WalkOptions = {}): Promise<Candidate[]> {
     const found: Candidate[] = [];
-    const walk = async (dir: string): Promise<void> => {
+    // Paths and relative names by concatenation: path.join and path.relative for each of 100,000
+    // files are most of a walk's garbage.
+    const walk = async (dir: string, relDir: string): Promise<void> => {
       await options.entering?.(dir);
       let entries: Dirent<Buffer>[];
       try {
@@ -52,18 +54,18 @@ export class Walker {
           this.log.warn({ folder: dir, code }, 'cannot read folder');
         return;
       }
-      const files: string[] = [];
+      const names: string[] = [];
       for (const entry of entries) {
-        const name = await this.nameOf(dir, entry.name, entry.isFile());
-        if (name === undefined) continue;
-        const path = join(dir, name);
-        if (this.ignored(path)) continue;
-        if (entry.isDirectory()) {
-          if (this.watch.recursive) await walk(path);
-        } else files.push(path);
+        const raw = entry.name;
+        const name = isUtf8(raw) ? raw.toString('utf8') : await this.nameOf(dir, raw, entry.isFile());
+        if (name === undefined || isIgnored(this.watch, relDir + name)) continue;
+        if (!entry.isDirectory()) names.push(name);
+        else if (this.watch.recursive) await walk(dir + sep + name, relDir + name + sep);
       }
-      for (let i = 0; i < files.length; i += STAT_BATCH) {
-        const batch = await Promise.all(files.slice(i, i + STAT_BATCH).map((p) => this.describe(p)));
+      for (let i = 0; i < names.length; i += STAT_BATCH) {
+        const batch = await Promise.all(
+          names.slice(i, i + STAT_BATCH).map((name) => this.describe(dir + sep + name, relDir + name)),
+        );
         for (const c of batch)
           if (c) {
             found.push(c);
@@ -71,7 +73,8 @@ export class Walker {
           }
       }
     };
-    await walk(dir);
+    const rel = relative(this.watch.path, dir);
+    await walk(dir, rel ? rel + sep : '');
     return found;
   }
 
@@ -121,13 +124,13 @@ export class Walker {
   }
 
   /** A regular file's candidate; undefined for anything else or when it is gone. */
-  async describe(path: string): Promise<Candidate | undefined> {
+  async describe(path: string, rel?: string): Promise<Candidate | undefined> {
     const info = await lstat(path).catch(() => undefined);
-    return info && this.candidateOf(path, info);
+    return info && this.candidateOf(path, info, rel);
   }
 
   /** Symlinks and special files are skipped with one log line each; folders silently. */
-  candidateOf(path: string, info: Stats): Candidate | undefined {
+  candidateOf(path: string, info: Stats, rel = relative(this.watch.path, path)): Candidate | undefined {
     if (!info.isFile()) {
       if (!info.isDirectory() && !this.skipped.has(path)) {
         this.skipped.add(path);
@@ -138,9 +141,10 @@ export class Walker {
       }
       return undefined;
     }
-    const rel = relative(this.watch.path, path).normalize('NFC');
+    if (!ASCII.test(rel)) rel = rel.normalize('NFC');
     return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
   }
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
 const rawPath = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);

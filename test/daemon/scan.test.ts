@@ -23,17 +23,16 @@ describe('what a scan compares with', () => {
     const db = new StateDb(join(dir, 'sync.db'));
     try {
       const file = (name: string, size = 1) => ({
-        watch: '/w',
         path: `/w/${name}`,
         rel: name,
         size,
         mtimeMs: 1,
         ino: 7,
       });
-      db.discoverMany([file('old.pdf'), file('again.pdf', 1)], 0, 0);
+      db.discoverMany('/w', [file('old.pdf'), file('again.pdf', 1)], 0, 0);
       for (const row of db.inState('discovered')) db.update(row.id, { state: 'archived', next_at: NEVER }, 1);
-      db.discoverMany([file('again.pdf', 2), file('new.pdf')], 2, 0);
-      db.discoverMany([{ ...file('other.pdf'), watch: '/v', path: '/v/other.pdf' }], 2, 0);
+      db.discoverMany('/w', [file('again.pdf', 2), file('new.pdf')], 2, 0);
+      db.discoverMany('/v', [{ ...file('other.pdf'), path: '/v/other.pdf' }], 2, 0);
       db.flush();
 
       const inPipeline = db.known('/w', false);
