@@ -5,8 +5,9 @@
  *
  * Between scans, natively: one fs.watch per folder, made before the folder is read. An event is only
  * a hint to lstat that path; hints are coalesced per event-loop turn and nothing is kept per file,
- * so memory follows the number of folders, not of files (100,000 files: ~100 MB, see docs/daemon.md).
- * A folder whose watcher fails is walked again; the periodic rescan re-watches what was missed.
+ * so memory follows the number of folders, not of files (chokidar kept every file's stats: ~390 MB
+ * for 100,000; docs/daemon.md, "Scale, measured"). A folder whose watcher fails is walked again;
+ * the periodic rescan re-watches what was missed and drops watchers of folders gone.
  * With `polling` (network shares, where inotify sees nothing), chokidar's polling reports changes.
  */
 import chokidar, { type FSWatcher as Poller } from 'chokidar';
