@@ -30,6 +30,7 @@ import {
 import type { Metrics } from './metrics.ts';
 import { ResultWriter } from './results.ts';
 import type { StateDb } from './state.ts';
+import type { Listed } from './walk.ts';
 
 export interface PipelineDeps {
   db: StateDb;
@@ -222,6 +223,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     db.flush();
   }
 
+  /** A path whose row is still in the pipeline (or failed): nothing there is new work, whatever its stats. */
+  private held(known: Pick<FileRow, 'state'> | undefined) {
+    return known !== undefined && (ACTIVE_STATES.includes(known.state) || known.state === 'failed');
+  }
+
   /** Whether a file at `path` is new work, given what the DB knows of that path. */
   private isNew(
     watch: WatchConfig,
@@ -229,7 +235,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
   ) {
     if (!known) return true;
-    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed') return false;
+    if (this.held(known)) return false;
     // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
     if (watch.on_success !== 'keep') return true;
     return (
@@ -249,11 +255,33 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.wake();
   }
 
-  /** Everything a scan found, compared with the DB in one read and recorded in one transaction. */
-  ingest(watch: WatchConfig, files: Candidate[]): number {
+  /**
+   * What a scan listed (a folder at a time), compared with the DB in one read: paths the pipeline
+   * holds are not looked at (a rescan of 100,000 waiting files stats none), the others are, and the
+   * new ones are recorded in one transaction.
+   */
+  async ingest(
+    watch: WatchConfig,
+    listed: Listed[],
+    look: (listed: Listed[]) => Promise<Candidate[]>,
+  ): Promise<number> {
     const { db, log } = this.deps;
-    if (files.length === 0) return 0; // an empty folder: the watch's rows (maybe many archived) are not read
-    const known = db.known(watch.path, watch.on_success === 'keep');
+    const keep = watch.on_success === 'keep';
+    const held = db.known(
+      watch.path,
+      listed.map((l) => l.path),
+      keep,
+    );
+    const unheld = listed.filter((l) => !this.held(held.get(l.path)));
+    if (unheld.length === 0) return 0;
+    const files = await look(unheld);
+    if (files.length === 0) return 0;
+    // Read again right before recording: an event may have recorded some of them meanwhile.
+    const known = db.known(
+      watch.path,
+      files.map((f) => f.path),
+      keep,
+    );
     const fresh = files.filter((f) => this.isNew(watch, f, known.get(f.path)));
     if (fresh.length) {
       db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);

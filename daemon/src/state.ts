@@ -209,21 +209,22 @@ export class StateDb {
   }
 
   /**
-   * The latest row of every path under a watch that a scan must compare with, in one read. Rows at
-   * rest (archived, or failed and moved to failed_dir: next_at = NEVER) are left out unless
-   * `withArchived`: a path whose row is archived is new work anyway when the watch moves or deletes
-   * its files, so a rescan costs the rows still in the pipeline, not the watch's whole history.
-   * Only `on_success: keep` needs the archived rows (a kept file is new only if it changed).
+   * The latest row of each of `paths` (a folder a scan listed) that a scan must compare with, in one
+   * read through the path index. Rows at rest (archived, or failed and moved to failed_dir:
+   * next_at = NEVER) are left out unless `withArchived`: a path whose row is archived is new work
+   * anyway when the watch moves or deletes its files. Only `on_success: keep` needs the archived
+   * rows (a kept file is new only if it changed).
    */
-  known(watch: string, withArchived: boolean): Map<string, KnownFile> {
+  known(watch: string, paths: string[], withArchived: boolean): Map<string, KnownFile> {
     const map = new Map<string, KnownFile & { id: number }>();
-    // `+watch` keeps SQLite on the next_at index (the rows in the pipeline), not the watch's history.
-    const rows = withArchived
-      ? this.st(`SELECT id, path, state, size, mtime_ms, ino FROM files WHERE watch = ?`)
-      : this.st(
-          `SELECT id, path, state, size, mtime_ms, ino FROM files WHERE next_at < ${NEVER} AND +watch = ?`,
-        );
-    for (const r of rows.iterate(watch) as Iterable<KnownFile & { id: number; path: string }>) {
+    if (paths.length === 0) return map;
+    const rows = this.st(
+      `SELECT id, path, state, size, mtime_ms, ino FROM files
+       WHERE path IN (SELECT value FROM json_each(?)) AND +watch = ?${withArchived ? '' : ` AND next_at < ${NEVER}`}`,
+    );
+    for (const r of rows.iterate(JSON.stringify(paths), watch) as Iterable<
+      KnownFile & { id: number; path: string }
+    >) {
       const seen = map.get(r.path);
       if (!seen || seen.id < r.id) map.set(r.path, r);
     }
@@ -286,9 +287,7 @@ export class StateDb {
    */
   due(state: FileState, now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    const ids = this.st(
-      `SELECT id FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`,
-    )
+    const ids = this.st(`SELECT id FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`)
       .pluck()
       .all(state, now, limit + this.leased.size) as number[];
     return this.rowsOf(ids, limit);

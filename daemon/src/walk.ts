@@ -1,7 +1,7 @@
 /**
- * Walks a watched folder: readdir by raw name (a name that is not valid UTF-8 is renamed), the
- * ignore rules, lstat in batches. Files only: symlinks and special files are skipped with one log
- * line each, and nothing is kept per file between walks.
+ * Walks a watched folder: readdir by raw name (a name that is not valid UTF-8 is renamed) and the
+ * ignore rules, a folder at a time; `look` stats what the caller wants looked at. Files only:
+ * symlinks and special files are skipped with one log line each, and nothing is kept per file.
  */
 import { isUtf8 } from 'node:buffer';
 import type { Dirent, Stats } from 'node:fs';
@@ -15,10 +15,21 @@ import type { Candidate } from './pipeline.ts';
 /** lstat calls in flight at once during a walk (libuv runs 4 at a time; a few more keep it busy). */
 const STAT_BATCH = 64;
 
+/** A file a walk listed: named, not yet looked at. */
+export interface Listed {
+  path: string;
+  rel: string;
+}
+
+/** Files listed at once: a folder's, in slices of this many (a flat folder of 100,000 is 100 slices). */
+const LIST_BATCH = 1000;
+
 export interface WalkOptions {
   /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
   entering?: (dir: string) => Promise<void>;
-  /** Called for each file found (the progress count of the start-up scan). */
+  /** Called with the files listed, a folder (or a slice of one) at a time; the walk waits for it. */
+  batch: (listed: Listed[]) => Promise<void>;
+  /** Called for each file listed (the progress count of the start-up scan). */
   found?: () => void;
 }
 
@@ -37,9 +48,13 @@ export class Walker {
     return path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path));
   }
 
-  /** The regular files under `dir` (in its sub-folders too when the watch is recursive). */
-  async walk(dir: string, options: WalkOptions = {}): Promise<Candidate[]> {
-    const found: Candidate[] = [];
+  /**
+   * Lists the files under `dir` (in its sub-folders too when the watch is recursive) and hands them
+   * to `batch` a folder at a time, keeping nothing: memory follows the largest folder, not the tree.
+   * Returns how many files were listed.
+   */
+  async walk(dir: string, options: WalkOptions): Promise<number> {
+    let listed = 0;
     // Paths and relative names by concatenation: path.join and path.relative for each of 100,000
     // files are most of a walk's garbage.
     const walk = async (dir: string, relDir: string): Promise<void> => {
@@ -54,27 +69,42 @@ export class Walker {
           this.log.warn({ folder: dir, code }, 'cannot read folder');
         return;
       }
-      const names: string[] = [];
+      let files: Listed[] = [];
       for (const entry of entries) {
         const raw = entry.name;
         const name = isUtf8(raw) ? raw.toString('utf8') : await this.nameOf(dir, raw, entry.isFile());
         if (name === undefined || isIgnored(this.watch, relDir + name)) continue;
-        if (!entry.isDirectory()) names.push(name);
-        else if (this.watch.recursive) await walk(dir + sep + name, relDir + name + sep);
+        if (entry.isDirectory()) {
+          if (this.watch.recursive) await walk(dir + sep + name, relDir + name + sep);
+          continue;
+        }
+        files.push({ path: dir + sep + name, rel: relDir + name });
+        options.found?.();
+        if (files.length === LIST_BATCH) {
+          listed += files.length;
+          await options.batch(files);
+          files = [];
+        }
       }
-      for (let i = 0; i < names.length; i += STAT_BATCH) {
-        const batch = await Promise.all(
-          names.slice(i, i + STAT_BATCH).map((name) => this.describe(dir + sep + name, relDir + name)),
-        );
-        for (const c of batch)
-          if (c) {
-            found.push(c);
-            options.found?.();
-          }
+      if (files.length > 0) {
+        listed += files.length;
+        await options.batch(files);
       }
     };
     const rel = relative(this.watch.path, dir);
     await walk(dir, rel ? rel + sep : '');
+    return listed;
+  }
+
+  /** The regular files among `listed`, with their stats (lstat, a batch at a time). */
+  async look(listed: Listed[]): Promise<Candidate[]> {
+    const found: Candidate[] = [];
+    for (let i = 0; i < listed.length; i += STAT_BATCH) {
+      const batch = await Promise.all(
+        listed.slice(i, i + STAT_BATCH).map(({ path, rel }) => this.describe(path, rel)),
+      );
+      for (const c of batch) if (c) found.push(c);
+    }
     return found;
   }
 

@@ -1,7 +1,8 @@
 /**
- * Finds files. The start-up scan and the periodic rescan walk the tree (walk.ts) and hand the whole
- * list to the pipeline, which compares it with the DB in one read and records the new files in one
- * transaction; the log gets one summary line per scan.
+ * Finds files. The start-up scan and the periodic rescan walk the tree (walk.ts) and hand what they
+ * list to the pipeline a folder at a time, which compares it with the DB in one read, stats only
+ * the files it does not already hold and records the new ones in one transaction; the log gets one
+ * summary line per scan.
  *
  * Between scans, natively: one fs.watch per folder, made before the folder is read. An event is only
  * a hint to lstat that path; hints are coalesced per event-loop turn and nothing is kept per file,
@@ -17,12 +18,19 @@ import { basename, join, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
 import type { Candidate } from './pipeline.ts';
-import { Walker } from './walk.ts';
+import { Walker, type Listed } from './walk.ts';
 
 export interface CandidateSink {
   candidate(watch: WatchConfig, file: Candidate): void;
-  /** Records the new files among `files`; returns how many were new. */
-  ingest(watch: WatchConfig, files: Candidate[]): number;
+  /**
+   * Records the new files among those a walk listed (a folder at a time) and returns how many were
+   * new. `look` stats files: the sink asks it only for the paths it does not already hold.
+   */
+  ingest(
+    watch: WatchConfig,
+    listed: Listed[],
+    look: (listed: Listed[]) => Promise<Candidate[]>,
+  ): Promise<number>;
 }
 
 /** A folder whose watcher failed is walked (and watched) again after this long. */
@@ -72,15 +80,11 @@ export class FolderWatcher {
   async start() {
     const started = performance.now();
     if (this.watch.polling) await this.startPolling();
-    const found = await this.walker.walk(this.watch.path, {
-      entering: this.watch.polling ? undefined : (dir) => this.enter(dir),
-      found: this.scanned,
-    });
-    const fresh = this.sink.ingest(this.watch, found);
+    const { files, fresh } = await this.walkInto(this.watch.path, (dir) => this.enter(dir), this.scanned);
     this.log.info(
       {
         folder: this.watch.path,
-        files: found.length,
+        files,
         new: fresh,
         ms: Math.round(performance.now() - started),
       },
@@ -114,20 +118,17 @@ export class FolderWatcher {
       walked.add(dir);
       return this.enter(dir);
     };
-    const found = await this.walker.walk(this.watch.path, {
-      entering: this.watch.polling ? undefined : entering,
-    });
+    const { files, fresh } = await this.walkInto(this.watch.path, entering);
     if (this.stopped) return;
     for (const dir of [...this.folders.keys()]) {
       if (walked.has(dir)) continue;
       const info = await lstat(dir).catch(() => undefined);
       if (!info?.isDirectory()) this.unwatch(dir);
     }
-    const fresh = this.sink.ingest(this.watch, found);
     this.log[fresh > 0 ? 'info' : 'debug'](
       {
         folder: this.watch.path,
-        files: found.length,
+        files,
         new: fresh,
         ms: Math.round(performance.now() - started),
       },
@@ -272,10 +273,25 @@ export class FolderWatcher {
 
   /** A folder new to the watch, or whose watcher failed: watched and walked (sub-folders too). */
   private async walkFolder(dir: string) {
-    const found = await this.walker.walk(dir, { entering: (d) => this.enter(d) });
-    if (this.stopped) return;
-    const fresh = this.sink.ingest(this.watch, found);
-    this.log.debug({ folder: dir, files: found.length, new: fresh }, 'folder walked');
+    const { files, fresh } = await this.walkInto(dir, (d) => this.enter(d));
+    this.log.debug({ folder: dir, files, new: fresh }, 'folder walked');
+  }
+
+  /**
+   * Walks `dir` into the sink a folder at a time (natively watching each folder as it is entered):
+   * a scan of 100,000 files holds one folder's names at a time, and a rescan of files already
+   * waiting stats none of them.
+   */
+  private async walkInto(dir: string, entering: (dir: string) => Promise<void>, found?: () => void) {
+    let fresh = 0;
+    const files = await this.walker.walk(dir, {
+      entering: this.watch.polling ? undefined : entering,
+      found,
+      batch: async (listed) => {
+        if (!this.stopped) fresh += await this.sink.ingest(this.watch, listed, (l) => this.walker.look(l));
+      },
+    });
+    return { files, fresh };
   }
 
   private track(work: Promise<void>) {

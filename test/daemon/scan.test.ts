@@ -2,8 +2,13 @@ import { appendFile, cp, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { DocexClient } from '@docex/shared';
+import { ConfigSchema } from '../../daemon/src/config.ts';
 import { NEVER } from '../../daemon/src/lifecycle.ts';
+import { createLogger } from '../../daemon/src/logging.ts';
+import { Pipeline, type Candidate } from '../../daemon/src/pipeline.ts';
 import { StateDb } from '../../daemon/src/state.ts';
+import type { Listed } from '../../daemon/src/walk.ts';
 import { makeWorld, until, invoice, type World } from './helpers.ts';
 
 let world: World | undefined;
@@ -18,7 +23,7 @@ const rescans = (w: World) =>
   w.logs.filter((l) => (JSON.parse(l) as { msg: string }).msg === 'rescan').length;
 
 describe('what a scan compares with', () => {
-  it("reads the rows still in the pipeline, not the watch's archived history (unless files are kept)", async () => {
+  it("reads the listed paths' rows still in the pipeline, not archived ones (unless files are kept), nor other paths", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'docex-known-'));
     const db = new StateDb(join(dir, 'sync.db'));
     try {
@@ -35,17 +40,113 @@ describe('what a scan compares with', () => {
       db.discoverMany('/v', [{ ...file('other.pdf'), path: '/v/other.pdf' }], 2, 0);
       db.flush();
 
-      const inPipeline = db.known('/w', false);
+      const listed = ['/w/old.pdf', '/w/again.pdf', '/w/new.pdf', '/w/unknown.pdf', '/v/other.pdf'];
+      const inPipeline = db.known('/w', listed, false);
       expect([...inPipeline.keys()].sort()).toEqual(['/w/again.pdf', '/w/new.pdf']);
       expect(inPipeline.get('/w/again.pdf')).toMatchObject({ state: 'discovered', size: 2 });
+      expect([...db.known('/w', ['/w/new.pdf'], false).keys()]).toEqual(['/w/new.pdf']);
+      expect(db.known('/w', [], false).size).toBe(0);
 
-      const all = db.known('/w', true);
+      const all = db.known('/w', listed, true);
       expect([...all.keys()].sort()).toEqual(['/w/again.pdf', '/w/new.pdf', '/w/old.pdf']);
       expect(all.get('/w/again.pdf')).toMatchObject({ state: 'discovered', size: 2 }); // the latest row wins
       expect(all.get('/w/old.pdf')).toMatchObject({ state: 'archived' });
     } finally {
       db.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** A pipeline on a fresh DB (never started: nothing is uploaded), and a stat stand-in that counts. */
+  async function scanPipeline(onSuccess: 'move' | 'keep' = 'move') {
+    const dir = await mkdtemp(join(tmpdir(), 'docex-ingest-'));
+    const config = ConfigSchema.parse({
+      state_db: join(dir, 'sync.db'),
+      watch: [
+        {
+          path: '/w',
+          template_id: 1,
+          output: join(dir, 'out'),
+          failed_dir: join(dir, 'failed'),
+          on_success: onSuccess,
+        },
+      ],
+    });
+    const db = new StateDb(config.state_db);
+    const log = createLogger('silent', { pretty: false });
+    const pipeline = new Pipeline({ db, client: {} as DocexClient, config, log });
+    const looked: string[][] = [];
+    const stats =
+      (size: number) =>
+      async (listed: Listed[]): Promise<Candidate[]> => {
+        looked.push(listed.map((l) => l.rel));
+        return listed.map((l) => ({ ...l, size, mtimeMs: 1, ino: 7 }));
+      };
+    const list = (...names: string[]) => names.map((n) => ({ path: `/w/${n}`, rel: n }));
+    const rows = () => db.db.prepare('SELECT path, state FROM files ORDER BY id').all();
+    return {
+      db,
+      pipeline,
+      watch: config.watch[0]!,
+      looked,
+      stats,
+      list,
+      rows,
+      cleanup: async () => (db.close(), rm(dir, { recursive: true, force: true })),
+    };
+  }
+
+  it('a rescan does not stat the files the pipeline already holds; new and archived paths are looked at', async () => {
+    const p = await scanPipeline();
+    try {
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), p.stats(1))).toBe(2);
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), p.stats(1))).toBe(0);
+      expect(p.looked).toEqual([['a.pdf', 'b.pdf']]); // the second scan looked at nothing
+
+      const b = p.db.current('/w/b.pdf')!;
+      p.db.update(b.id, { state: 'archived', next_at: NEVER }, 2);
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf', 'c.pdf'), p.stats(2))).toBe(2);
+      expect(p.looked[1]).toEqual(['b.pdf', 'c.pdf']);
+      expect(p.rows()).toEqual([
+        { path: '/w/a.pdf', state: 'discovered' },
+        { path: '/w/b.pdf', state: 'archived' },
+        { path: '/w/b.pdf', state: 'discovered' },
+        { path: '/w/c.pdf', state: 'discovered' },
+      ]);
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a file an event records while the scan stats it is recorded once', async () => {
+    const p = await scanPipeline();
+    try {
+      const look = async (listed: Listed[]) => {
+        const found = await p.stats(1)(listed);
+        p.pipeline.candidate(p.watch, found[0]!); // the watcher's event for a.pdf, during the stat
+        return found;
+      };
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), look)).toBe(1);
+      expect(p.rows()).toEqual([
+        { path: '/w/a.pdf', state: 'discovered' },
+        { path: '/w/b.pdf', state: 'discovered' },
+      ]);
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('with on_success: keep, a kept file is looked at on every scan and new only when it changed', async () => {
+    const p = await scanPipeline('keep');
+    try {
+      await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(1));
+      const kept = p.db.current('/w/kept.pdf')!;
+      p.db.update(kept.id, { state: 'archived', next_at: NEVER }, 2);
+      expect(await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(1))).toBe(0);
+      expect(await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(5))).toBe(1);
+      expect(p.looked).toEqual([['kept.pdf'], ['kept.pdf'], ['kept.pdf']]);
+    } finally {
+      await p.cleanup();
     }
   });
 

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, type WatchConfig } from '../../daemon/src/config.ts';
 import { createLogger } from '../../daemon/src/logging.ts';
 import type { Candidate } from '../../daemon/src/pipeline.ts';
+import type { Listed } from '../../daemon/src/walk.ts';
 import { FolderWatcher } from '../../daemon/src/watcher.ts';
 import { invoice, makeWorld, until, type World } from './helpers.ts';
 
@@ -23,7 +24,8 @@ class FakeSink {
   candidate(_watch: WatchConfig, file: Candidate) {
     this.candidates.push(file);
   }
-  ingest(_watch: WatchConfig, files: Candidate[]) {
+  async ingest(_watch: WatchConfig, listed: Listed[], look: (listed: Listed[]) => Promise<Candidate[]>) {
+    const files = await look(listed);
     this.ingested.push(...files);
     return files.length;
   }
