@@ -266,21 +266,20 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     look: (listed: Listed[]) => Promise<Candidate[]>,
   ): Promise<number> {
     const { db, log } = this.deps;
-    const keep = watch.on_success === 'keep';
-    const held = db.known(
-      watch.path,
-      listed.map((l) => l.path),
-      keep,
-    );
-    const unheld = listed.filter((l) => !this.held(held.get(l.path)));
+    const unheld = db
+      .unheld(
+        watch.path,
+        listed.map((l) => l.path),
+      )
+      .map((i) => listed[i]!);
     if (unheld.length === 0) return 0;
     const files = await look(unheld);
     if (files.length === 0) return 0;
-    // Read again right before recording: an event may have recorded some of them meanwhile.
+    // Read right before recording: an event may have recorded some of them meanwhile.
     const known = db.known(
       watch.path,
       files.map((f) => f.path),
-      keep,
+      watch.on_success === 'keep',
     );
     const fresh = files.filter((f) => this.isNew(watch, f, known.get(f.path)));
     if (fresh.length) {

@@ -46,6 +46,8 @@ describe('what a scan compares with', () => {
       expect(inPipeline.get('/w/again.pdf')).toMatchObject({ state: 'discovered', size: 2 });
       expect([...db.known('/w', ['/w/new.pdf'], false).keys()]).toEqual(['/w/new.pdf']);
       expect(db.known('/w', [], false).size).toBe(0);
+      // Not held by a row in the pipeline: archived, unknown, or another watch's.
+      expect(db.unheld('/w', listed)).toEqual([0, 3, 4]);
 
       const all = db.known('/w', listed, true);
       expect([...all.keys()].sort()).toEqual(['/w/again.pdf', '/w/new.pdf', '/w/old.pdf']);
