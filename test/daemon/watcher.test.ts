@@ -3,7 +3,7 @@
  * between scans. Rescans are set to an hour: whatever is found after the start-up scan came from an
  * event.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, type FSWatcher } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,6 +120,24 @@ describe('the native watcher', () => {
     await seenAll(s, 'batch/sub/8.txt');
     const infoLines = s.logs.filter((l) => l.level >= 30 && l.msg !== 'start-up scan');
     expect(infoLines).toEqual([]);
+  });
+
+  it('a folder whose watcher fails is walked again and watched anew', async () => {
+    const s = await start({}, (root) => mkdir(join(root, 'sub')));
+    const folders = (s.watcher as unknown as { folders: Map<string, { watcher: FSWatcher }> }).folders;
+    const failing = folders.get(join(s.root, 'sub'))!.watcher;
+    failing.emit('error', Object.assign(new Error('EIO: i/o error, watch'), { code: 'EIO' }));
+    expect(folders.has(join(s.root, 'sub'))).toBe(false);
+    // Written while the folder has no watcher: only the walk that follows the failure can find it.
+    await writeFile(join(s.root, 'sub', 'during.txt'), 'd');
+    await seenAll(s, 'sub/during.txt');
+    expect(s.sink.ingested.map((c) => c.rel)).toContain('sub/during.txt');
+    const renewed = folders.get(join(s.root, 'sub'))?.watcher;
+    expect(renewed).toBeDefined();
+    expect(renewed).not.toBe(failing);
+    await writeFile(join(s.root, 'sub', 'after.txt'), 'a');
+    await seenAll(s, 'sub/after.txt');
+    expect(s.sink.candidates.map((c) => c.rel)).toContain('sub/after.txt');
   });
 
   it('keeps watching a folder removed and made again, or moved away and made again, under the same name', async () => {
