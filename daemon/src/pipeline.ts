@@ -223,11 +223,6 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     db.flush();
   }
 
-  /** A path whose row is still in the pipeline (or failed): nothing there is new work, whatever its stats. */
-  private held(known: Pick<FileRow, 'state'> | undefined) {
-    return known !== undefined && (ACTIVE_STATES.includes(known.state) || known.state === 'failed');
-  }
-
   /** Whether a file at `path` is new work, given what the DB knows of that path. */
   private isNew(
     watch: WatchConfig,
@@ -235,7 +230,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
   ) {
     if (!known) return true;
-    if (this.held(known)) return false;
+    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed') return false;
     // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
     if (watch.on_success !== 'keep') return true;
     return (
