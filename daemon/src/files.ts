@@ -15,13 +15,42 @@ const IGNORED_NAMES = [
   /\.error\.json$/i,
 ];
 
-/** Temporary, system and hidden files, and what the folder's include/exclude patterns leave out. */
-export function isIgnored(watch: WatchConfig, rel: string): boolean {
+interface Matchers {
+  include: RegExp[];
+  exclude: RegExp[];
+}
+/** Each watch's patterns compiled once, not once per file looked at. */
+const matchersOf = new WeakMap<WatchConfig, Matchers>();
+function matchers(watch: WatchConfig): Matchers {
+  let m = matchersOf.get(watch);
+  if (!m) {
+    m = { include: watch.include.map(globToRegExp), exclude: watch.exclude.map(globToRegExp) };
+    matchersOf.set(watch, m);
+  }
+  return m;
+}
+
+/**
+ * Whether a walk skips this entry whatever it is (file or folder): a temporary, system or hidden
+ * name in its path, or an exclude pattern matching it (a folder also when a pattern matches what is
+ * inside it, so `archive/**` keeps the walk out of `archive/`). Include patterns do not apply here:
+ * they select files, and a folder must be entered to find the files it holds.
+ */
+export function isExcluded(watch: WatchConfig, rel: string, isFolder = false): boolean {
   const parts = rel.split(/[\\/]/);
   if (parts.some((p) => IGNORED_NAMES.some((re) => re.test(p)))) return true;
   const unixRel = parts.join('/');
-  if (watch.exclude.some((g) => globToRegExp(g).test(unixRel))) return true;
-  return watch.include.length > 0 && !watch.include.some((g) => globToRegExp(g).test(unixRel));
+  const { exclude } = matchers(watch);
+  if (exclude.some((re) => re.test(unixRel))) return true;
+  return isFolder && exclude.some((re) => re.test(`${unixRel}/\0`));
+}
+
+/** Whether a file is left alone: excluded (see isExcluded), or not matched by any include pattern. */
+export function isIgnored(watch: WatchConfig, rel: string): boolean {
+  if (isExcluded(watch, rel)) return true;
+  const { include } = matchers(watch);
+  const unixRel = rel.split(/[\\/]/).join('/');
+  return include.length > 0 && !include.some((re) => re.test(unixRel));
 }
 
 /** `child` resolved inside `dir`, or an error: nothing may be written outside the configured folders. */

@@ -9,7 +9,7 @@ import { lstat, readdir, rename } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from './config.ts';
-import { freeTarget, isIgnored } from './files.ts';
+import { freeTarget, isExcluded, isIgnored } from './files.ts';
 import type { Candidate } from './pipeline.ts';
 
 /** lstat calls in flight at once during a walk (libuv runs 4 at a time; a few more keep it busy). */
@@ -44,8 +44,17 @@ export class Walker {
     this.log = log;
   }
 
+  /** A file the watch leaves alone (excluded, or not matched by `include`). */
   ignored(path: string): boolean {
     return path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path));
+  }
+
+  /**
+   * A path no walk enters and no event is followed for, whether file or folder (hidden, temporary,
+   * system or excluded). `include` is not applied: it selects files, never folders.
+   */
+  excluded(path: string, isFolder = false): boolean {
+    return path !== this.watch.path && isExcluded(this.watch, relative(this.watch.path, path), isFolder);
   }
 
   /**
@@ -73,11 +82,15 @@ export class Walker {
       for (const entry of entries) {
         const raw = entry.name;
         const name = isUtf8(raw) ? raw.toString('utf8') : await this.nameOf(dir, raw, entry.isFile());
-        if (name === undefined || isIgnored(this.watch, relDir + name)) continue;
+        if (name === undefined) continue;
+        // Folders pass the exclude rules only: include patterns select files, and a folder must be
+        // entered to find its files (`include: ['*.pdf']` must still reach sub/deeper/x.pdf).
         if (entry.isDirectory()) {
-          if (this.watch.recursive) await walk(dir + sep + name, relDir + name + sep);
+          if (this.watch.recursive && !isExcluded(this.watch, relDir + name, true))
+            await walk(dir + sep + name, relDir + name + sep);
           continue;
         }
+        if (isIgnored(this.watch, relDir + name)) continue;
         files.push({ path: dir + sep + name, rel: relDir + name });
         options.found?.();
         if (files.length === LIST_BATCH) {

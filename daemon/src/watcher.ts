@@ -144,7 +144,10 @@ export class FolderWatcher {
       pollingBinaryInterval: this.watch.polling_interval_ms,
       depth: this.watch.recursive ? undefined : 0,
       followSymlinks: false,
-      ignored: (path) => this.walker.ignored(path),
+      // Folders are entered unless excluded; files must also pass `include` (chokidar passes the
+      // stats when it has them; check() applies the file rule to every file it reports anyway).
+      ignored: (path, stats) =>
+        stats?.isDirectory() ? this.walker.excluded(path, true) : this.walker.excluded(path),
     });
     this.poller
       .on('add', (path) => this.track(this.check(path)))
@@ -249,7 +252,7 @@ export class FolderWatcher {
     const name = await this.walker.nameOfRaw(dir, raw);
     if (name === undefined) return;
     const path = join(dir, name);
-    if (this.walker.ignored(path)) return;
+    if (this.walker.excluded(path)) return;
     const info = await lstat(path).catch(() => undefined);
     if (this.stopped) return;
     if (!info) {
@@ -264,9 +267,14 @@ export class FolderWatcher {
       return;
     }
     if (!info.isDirectory()) {
+      if (this.walker.ignored(path)) return;
       const candidate = this.walker.candidateOf(path, info);
       if (candidate) this.sink.candidate(this.watch, candidate);
-    } else if (this.watch.recursive && this.folders.get(path)?.id !== identity(info)) {
+    } else if (
+      this.watch.recursive &&
+      !this.walker.excluded(path, true) &&
+      this.folders.get(path)?.id !== identity(info)
+    ) {
       await this.walkFolder(path);
     }
   }
