@@ -53,6 +53,28 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [intoSharedByPath] }] },
   },
   {
+    // The daemon's SQL lives in its store: no other module opens the DB or prepares a statement.
+    files: ['daemon/src/**/*.ts'],
+    ignores: ['daemon/src/store/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'better-sqlite3', message: 'SQL belongs in daemon/src/store/' }],
+          patterns: [intoSharedByPath],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          // better-sqlite3's statement, pragma and transaction calls (RegExp's exec is left alone).
+          selector: 'CallExpression[callee.property.name=/^(prepare|pragma|transaction)$/]',
+          message: 'SQL belongs in daemon/src/store/: add a method to the store',
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON answers loosely.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

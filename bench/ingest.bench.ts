@@ -70,7 +70,7 @@ async function drop(dir: string) {
  * plain loop is the price of the guarantees, not of docex-sync.
  */
 async function baseline(dir: string, url: string, durable: boolean) {
-  const { generalCsv, linesCsv } = await import('../daemon/src/results.ts');
+  const { generalCsv, linesCsv } = await import('../daemon/src/outputs/results.ts');
   const state = durable ? await durableState(dir) : undefined;
   const write = durable ? writeDurably : writeFile;
   const headers = { authorization: `Bearer ${KEY}` };
@@ -154,9 +154,9 @@ async function writeDurably(path: string, data: string) {
 }
 
 async function daemon(dir: string, url: string) {
-  const { loadConfig } = await import('../daemon/src/config.ts');
-  const { startDaemon } = await import('../daemon/src/daemon.ts');
-  const { createLogger } = await import('../daemon/src/logging.ts');
+  const { loadConfig } = await import('../daemon/src/common/config.ts');
+  const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
+  const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const configFile = join(dir, 'docex-sync.yaml');
   await writeFile(

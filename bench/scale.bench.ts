@@ -59,7 +59,7 @@ async function idleCpu(): Promise<number> {
 }
 
 async function daemonConfig(dir: string, tree: string) {
-  const { loadConfig } = await import('../daemon/src/config.ts');
+  const { loadConfig } = await import('../daemon/src/common/config.ts');
   const file = join(dir, 'docex-sync.yaml');
   await writeFile(
     file,
@@ -83,15 +83,15 @@ async function daemonConfig(dir: string, tree: string) {
 
 const loadModules = () =>
   Promise.all([
-    import('../daemon/src/daemon.ts'),
-    import('../daemon/src/logging.ts'),
+    import('../daemon/src/engine/daemon.ts'),
+    import('../daemon/src/common/logging.ts'),
     import('@docex/shared/node'),
-    import('../daemon/src/config.ts'),
+    import('../daemon/src/common/config.ts'),
   ]);
 
 async function startSync(dir: string, tree: string) {
-  const { startDaemon } = await import('../daemon/src/daemon.ts');
-  const { createLogger } = await import('../daemon/src/logging.ts');
+  const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
+  const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const config = await daemonConfig(dir, tree);
   const lines: string[] = [];
@@ -158,8 +158,8 @@ const cases = {
     return { seconds, peakRssMb, idleCpuPercent };
   },
   async rested(dir: string): Promise<CaseResult> {
-    const { StateDb } = await import('../daemon/src/state.ts');
-    const { NEVER } = await import('../daemon/src/lifecycle.ts');
+    const { StateDb } = await import('../daemon/src/store/state.ts');
+    const { NEVER } = await import('../daemon/src/engine/lifecycle.ts');
     const empty = join(dir, 'empty-inbox');
     mkdirSync(empty);
     const config = await daemonConfig(dir, empty);

@@ -2,7 +2,8 @@
  * A stateful emulator of the Document Extraction Service, over real HTTP (docs/emulator.md).
  *   const emu = await startEmulator({ port: 0 }); emu.url; emu.keys; await emu.stop();
  */
-import { buildApp, type Ctx } from './app.ts';
+import { buildApp } from './app.ts';
+import type { Ctx } from './routing.ts';
 import { Faults, StatsRecorder, type FaultConfig, type Stats } from './faults.ts';
 import { createAgent } from './routes/controls.ts';
 import { World, type Agent } from './state.ts';

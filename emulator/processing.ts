@@ -1,6 +1,6 @@
 /** What happens to an uploaded file: IN PROGRESS, then DONE / FAILED / DUPLICATE after the task delay. */
 import { randomUUID } from 'node:crypto';
-import type { Ctx } from './app.ts';
+import type { Ctx } from './routing.ts';
 import { extract, readFile, sha256Of } from './extract.ts';
 import type { Company, Document, Task, Template } from './state.ts';
 

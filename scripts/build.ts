@@ -56,7 +56,7 @@ const targets: Record<string, () => Promise<void>> = {
     await mkdir('daemon/dist', { recursive: true });
     await build({
       // docex-sync and docex, the two binaries of the package; shared code is bundled into each.
-      entryPoints: { cli: 'daemon/src/cli.ts', docex: 'daemon/src/docex/cli.ts' },
+      entryPoints: { cli: 'daemon/src/commands/docex-sync.ts', docex: 'daemon/src/docex-cli/docex.ts' },
       outdir: 'daemon/dist',
       bundle: true,
       platform: 'node',

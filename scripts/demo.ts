@@ -9,11 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator } from '../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
-import { loadConfig } from '../daemon/src/config.ts';
-import { startDaemon } from '../daemon/src/daemon.ts';
-import { createLogger } from '../daemon/src/logging.ts';
+import { loadConfig } from '../daemon/src/common/config.ts';
+import { startDaemon } from '../daemon/src/engine/daemon.ts';
+import { createLogger } from '../daemon/src/common/logging.ts';
 
-const samples = fileURLToPath(new URL('../examples/samples/', import.meta.url));
+const samples = fileURLToPath(new URL('../examples/samples', import.meta.url));
 const work = await mkdtemp(join(tmpdir(), 'docex-demo-'));
 const emulator = await startEmulator({ port: 0, taskDelayMs: 300 });
 const apiKey = emulator.keys[0]!;
@@ -99,7 +99,7 @@ try {
   console.log(`\nResults (JSON, and CSV for fields and line items): ${join(work, 'results')}`);
   console.log(`Originals moved to:                                ${join(work, 'processed')}`);
   console.log(`State DB:                                          ${join(work, 'state')}`);
-  console.log(`See it with:  bash scripts/run.sh node daemon/src/cli.ts status --config ${config}`);
+  console.log(`See it with:  bash scripts/run.sh node daemon/src/commands/docex-sync.ts status --config ${config}`);
 } finally {
   await emulator.stop();
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The installed `docex-sync` command: the Node version check, then the bundle (daemon/src/cli.ts).
+// The installed `docex-sync` command: the Node version check, then the bundle (daemon/src/commands/docex-sync.ts).
 import { requireNode } from './require-node.js';
 
 requireNode('docex-sync');

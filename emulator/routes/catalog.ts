@@ -1,6 +1,6 @@
 /** Folders, templates, fields and instructions. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HttpError, owned, route, type Ctx } from '../app.ts';
+import { HttpError, owned, route, type Ctx } from '../routing.ts';
 import type { Company, Field, Folder, Instruction, Template, World } from '../state.ts';
 import { Checker } from '../validation.ts';
 

@@ -1,6 +1,6 @@
 /** Test controls under /__emulator (only when enabled): reset, faults, statistics, agents. */
 import type { FastifyInstance } from 'fastify';
-import { HttpError, type Ctx } from '../app.ts';
+import { HttpError, type Ctx } from '../routing.ts';
 import type { FaultConfig } from '../faults.ts';
 
 export function registerControls(app: FastifyInstance, ctx: Ctx) {

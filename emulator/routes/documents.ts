@@ -1,7 +1,7 @@
 /** Documents: listing with the five filters, data, original files, raw text, ZIP batches, delete, rerun. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import yazl from 'yazl';
-import { HttpError, owned, route, type Ctx } from '../app.ts';
+import { HttpError, owned, route, type Ctx } from '../routing.ts';
 import { rerun } from '../processing.ts';
 import type { Document } from '../state.ts';
 import { Checker, ValidationFailed } from '../validation.ts';

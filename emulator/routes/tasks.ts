@@ -1,6 +1,6 @@
 /** check_api_key, upload_file, fetch_tasks_results and the datatable match agents' upload_csv. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HttpError, notFound, owned, route, type Ctx } from '../app.ts';
+import { HttpError, notFound, owned, route, type Ctx } from '../routing.ts';
 import { sha256Of } from '../extract.ts';
 import { chooseTemplate, finish, newTask, type Upload } from '../processing.ts';
 import type { Task } from '../state.ts';

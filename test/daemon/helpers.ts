@@ -6,9 +6,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-import { loadConfig, type Config } from '../../daemon/src/config.ts';
-import { startDaemon, type RunningDaemon } from '../../daemon/src/daemon.ts';
-import { createLogger } from '../../daemon/src/logging.ts';
+import { loadConfig, type Config } from '../../daemon/src/common/config.ts';
+import { startDaemon, type RunningDaemon } from '../../daemon/src/engine/daemon.ts';
+import { createLogger } from '../../daemon/src/common/logging.ts';
 
 export const SECRET = 'sk-docex-very-secret-4711';
 

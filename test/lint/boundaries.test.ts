@@ -85,3 +85,37 @@ describe.each(['daemon/src/probe.ts', 'test/daemon/probe.ts', 'scripts/probe.ts'
     );
   },
 );
+
+describe('SQL stays in the daemon store (daemon/src/store/)', () => {
+  async function sqlFindings(filePath: string, code: string): Promise<string[]> {
+    const [result] = await eslint.lintText(code, { filePath });
+    return result!.messages
+      .filter((m) => m.ruleId === 'no-restricted-syntax' || m.ruleId === 'no-restricted-imports')
+      .map((m) => m.message);
+  }
+  const statement = `export const rows = (db: { db: { prepare(s: string): { all(): unknown[] } } }) =>\n  db.db.prepare('SELECT * FROM files').all();\n`;
+  const transaction = `export const run = (db: { transaction(f: () => void): () => void }) => db.transaction(() => {})();\n`;
+  const regexp = `export const m = /a/.exec('a');\n`;
+
+  test.each(['daemon/src/status/probe.ts', 'daemon/src/outputs/probe.ts', 'daemon/src/engine/probe.ts'])(
+    '%s may not prepare statements, run transactions or import better-sqlite3',
+    async (file) => {
+      expect((await sqlFindings(file, statement)).join()).toMatch(/SQL belongs in daemon\/src\/store/);
+      expect((await sqlFindings(file, transaction)).join()).toMatch(/SQL belongs in daemon\/src\/store/);
+      expect(
+        (await sqlFindings(file, `import Database from 'better-sqlite3';\nexport { Database };\n`)).join(),
+      ).toMatch(/SQL belongs in daemon\/src\/store/);
+      expect(await sqlFindings(file, regexp)).toEqual([]);
+    },
+  );
+
+  test('the store may', async () => {
+    expect(await sqlFindings('daemon/src/store/probe.ts', statement)).toEqual([]);
+    expect(
+      await sqlFindings(
+        'daemon/src/store/probe.ts',
+        `import Database from 'better-sqlite3';\nexport { Database };\n`,
+      ),
+    ).toEqual([]);
+  });
+});

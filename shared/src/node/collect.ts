@@ -2,9 +2,9 @@
  * Paces garbage collection on long downloads. Node's HTTP layer hands each socket read to the reader
  * as a new buffer (~64 KB) held outside V8's heap; once written to disk it is garbage, but V8 frees
  * such buffers only in a collection, which it starts when they reach ~64 MB (its external-memory
- * step) because the few small objects a chunk allocates never fill the young generation. A
- * download therefore sat 55-75 MB above where it started (docs/client.md, "Memory"). A young-
- * generation collection every few MB frees them at a cost of well under a millisecond each.
+ * step) because the few small objects a chunk allocates never fill the young generation, so a
+ * download sat tens of MB above where it started (figures in docs/client.md, "Memory"). A young-
+ * generation collection every few MB frees them cheaply.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

@@ -1,0 +1,298 @@
+/** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { z } from 'zod/v4';
+import { nodeCron, yaml } from './lazy.ts';
+import { didYouMean } from './suggest.ts';
+
+const positiveInt = z.number().int().positive();
+/** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
+const cron = z.string().check((ctx) => {
+  if (!nodeCron().validate(ctx.value))
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `"${ctx.value}" is not a valid cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, each in range, e.g. "*/5 * * * *" or "0 2 * * 1-5"`,
+    });
+});
+
+const WatchFolder = z.strictObject({
+  path: z.string().min(1),
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  recursive: z.boolean().default(false),
+  include: z.array(z.string()).default([]),
+  exclude: z.array(z.string()).default([]),
+  output: z.string().min(1),
+  on_success: z.enum(['move', 'delete', 'keep']).default('move'),
+  processed_dir: z.string().optional(),
+  failed_dir: z.string().min(1),
+  formats: z
+    .array(z.enum(['json', 'csv']))
+    .min(1)
+    .default(['json', 'csv']),
+  /** With csv: also one row per document in <output>/daily-YYYY-MM-DD.csv. */
+  daily_csv: z.boolean().default(true),
+  /** excel: BOM, ';' between cells, decimal comma unless the template's number_locale is US. */
+  csv_style: z.enum(['standard', 'excel']).default('standard'),
+  /** Size and mtime must stay unchanged this long before a file is uploaded. */
+  stable_ms: z.number().int().min(0).default(2000),
+  /** Poll the file system instead of native events (network shares). */
+  polling: z.boolean().default(false),
+  /** With polling: how often each folder and file is looked at. */
+  polling_interval_ms: z.number().int().min(100).default(1000),
+  rescan_interval_ms: z.number().int().min(1000).default(60_000),
+  metadata: z.string().optional(),
+});
+
+const Rerun = z.strictObject({
+  name: z.string().min(1),
+  schedule: cron,
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  created_from: z.iso.date().optional(),
+  created_to: z.iso.date().optional(),
+  override: z.boolean().default(false),
+  dry_run: z.boolean().default(false),
+});
+
+/** The events a webhook may ask for (payloads in docs/daemon.md, "Notifications"). */
+export const NOTIFY_EVENTS = ['file_failed', 'watch_paused', 'rerun_finished', 'result_written'] as const;
+export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
+
+const Webhook = z.strictObject({
+  url: z.url(),
+  events: z.array(z.enum(NOTIFY_EVENTS)).min(1).default(['file_failed', 'watch_paused', 'rerun_finished']),
+  /** e.g. the header an n8n Webhook node's Header Auth checks. */
+  headers: z.record(z.string(), z.string()).default({}),
+});
+
+const LOOPBACK = ['127.0.0.1', '::1', 'localhost'];
+
+/** How to reach the service: the daemon's `api:` section, and each profile of docex's config (docs/cli.md). */
+export const ApiSection = z.strictObject({
+  base_url: z.url().optional(),
+  api_key_file: z.string().optional(),
+  concurrency: positiveInt.default(4),
+  requests_per_second: positiveInt.default(10),
+  /** Widens the rate limit's window for the path's jitter (default: the client's, 50 ms; docs/decisions.md). */
+  rate_margin_ms: z.number().int().min(0).max(10_000).optional(),
+  timeout_ms: positiveInt.default(120_000),
+  max_retries: z.number().int().min(0).default(4),
+});
+export type ApiSettings = z.output<typeof ApiSection>;
+
+export const ConfigSchema = z.strictObject({
+  api: ApiSection.default({ concurrency: 4, requests_per_second: 10, timeout_ms: 120_000, max_retries: 4 }),
+  state_db: z.string().min(1),
+  poll: z
+    .strictObject({
+      interval_ms: positiveInt.default(2000),
+      max_interval_ms: positiveInt.default(60_000),
+      /** At most this many task results fetched per poll round, oldest first. */
+      batch_size: positiveInt.default(20),
+      task_timeout_ms: positiveInt.default(24 * 3600_000),
+    })
+    .default({ interval_ms: 2000, max_interval_ms: 60_000, batch_size: 20, task_timeout_ms: 24 * 3600_000 }),
+  upload: z
+    .strictObject({
+      max_attempts: positiveInt.default(10),
+      retry_base_ms: positiveInt.default(5_000),
+      retry_max_ms: positiveInt.default(15 * 60_000),
+      /** A paused watch (template or folder unknown to the service) sends one file this often to see whether it is back. */
+      probe_interval_ms: positiveInt.default(60_000),
+    })
+    .default({
+      max_attempts: 10,
+      retry_base_ms: 5_000,
+      retry_max_ms: 15 * 60_000,
+      probe_interval_ms: 60_000,
+    }),
+  watch: z.array(WatchFolder).min(1),
+  pull: z
+    .strictObject({
+      schedule: cron,
+      output: z.string().min(1),
+      folder_id: positiveInt.optional(),
+      template_id: positiveInt.optional(),
+      /** Each pull asks again for this much time before the cursor, so nothing at the boundary is missed. */
+      overlap_ms: z.number().int().min(0).default(120_000),
+      since: z.union([z.iso.date(), z.iso.datetime({ offset: true })]).optional(),
+    })
+    .optional(),
+  reruns: z.array(Rerun).default([]),
+  http: z
+    .strictObject({
+      port: z.number().int().min(0).max(65535),
+      host: z.string().min(1).default('127.0.0.1'),
+      /** Required to listen on anything but loopback; then token_file is required too. */
+      allow_remote: z.boolean().default(false),
+      /** A file holding the token the status page and /api/* ask for (required off loopback). */
+      token_file: z.string().optional(),
+      /** Host names besides the listen address and localhost the page answers to (a reverse proxy's). */
+      allowed_hosts: z.array(z.string().min(1)).default([]),
+      /** /healthz says 503 once the service has been unreachable or refused the key this long. */
+      unhealthy_after_ms: positiveInt.default(300_000),
+    })
+    .optional(),
+  notify: z
+    .strictObject({
+      webhooks: z.array(Webhook).min(1),
+      max_attempts: positiveInt.default(8),
+      retry_base_ms: positiveInt.default(2_000),
+      retry_max_ms: positiveInt.default(300_000),
+      timeout_ms: positiveInt.default(10_000),
+      concurrency: positiveInt.default(2),
+      queue_size: positiveInt.default(1_000),
+      shutdown_grace_ms: z.number().int().min(0).default(5_000),
+    })
+    .optional(),
+  log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export type Config = z.output<typeof ConfigSchema>;
+export type WatchConfig = Config['watch'][number];
+export type RerunConfig = Config['reruns'][number];
+
+/** A config mistake: the message names the file; `problems` holds one line per problem, each naming its key. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(message: string, problems: string[] = [message]) {
+    super(message);
+    this.problems = problems;
+  }
+}
+
+/** watch[0].template_id */
+const keyName = (path: readonly PropertyKey[]) =>
+  path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+    .join('')
+    .replace(/^\./, '');
+
+/** The keys an object in the config schema accepts at `path` (through defaults, optionals and arrays). */
+function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
+  if (def.innerType) return keysAt(def.innerType, path);
+  if (path.length === 0) return Object.keys(def.shape ?? {});
+  const [head, ...rest] = path;
+  if (def.element && typeof head === 'number') return keysAt(def.element, rest);
+  const next = def.shape?.[String(head)];
+  return next ? keysAt(next, rest) : [];
+}
+
+const isInside = (parent: string, child: string) => {
+  const rel = relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+};
+
+/** Reads, validates and resolves paths (relative to the config file). */
+export function loadConfig(file: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `${file}: cannot read the config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = yaml().parse(text);
+  } catch (error) {
+    throw new ConfigError(`${file}: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const parsed = ConfigSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.flatMap((issue) => {
+      if (issue.code !== 'unrecognized_keys')
+        return [`${keyName(issue.path) || '(top level)'}: ${issue.message}`];
+      const known = keysAt(ConfigSchema, issue.path);
+      return issue.keys.map(
+        (key) => `${keyName([...issue.path, key])}: not a known key${didYouMean(key, known)}`,
+      );
+    });
+    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
+  }
+  const config = parsed.data;
+  const base = dirname(resolve(file));
+  const abs = (p: string) => resolve(base, p);
+  config.state_db = abs(config.state_db);
+  if (config.api.api_key_file) config.api.api_key_file = abs(config.api.api_key_file);
+  if (config.pull) config.pull.output = abs(config.pull.output);
+  const problems: string[] = [];
+  if (config.http?.token_file) config.http.token_file = abs(config.http.token_file);
+  if (config.http && !LOOPBACK.includes(config.http.host)) {
+    if (!config.http.allow_remote)
+      problems.push(`http.host: ${config.http.host} is not loopback; set http.allow_remote: true to mean it`);
+    else if (!config.http.token_file)
+      problems.push('http.token_file: required when http.allow_remote is true (the page changes state)');
+  }
+  config.watch.forEach((w, i) => {
+    w.path = abs(w.path);
+    w.output = abs(w.output);
+    w.failed_dir = abs(w.failed_dir);
+    if (w.processed_dir) w.processed_dir = abs(w.processed_dir);
+    const key = `watch[${i}]`;
+    if (w.template_id === undefined && w.folder_id === undefined)
+      problems.push(`${key}: give template_id or folder_id`);
+    if (w.on_success === 'move' && !w.processed_dir)
+      problems.push(`${key}.processed_dir: required when on_success is "move"`);
+    for (const [name, dir] of [
+      ['output', w.output],
+      ['failed_dir', w.failed_dir],
+      ['processed_dir', w.processed_dir],
+    ] as const) {
+      if (!dir) continue;
+      const rel = relative(w.path, dir);
+      const excluded = w.exclude.some(
+        (pattern) => globToRegExp(pattern).test(rel) || globToRegExp(pattern).test(`${rel}/x`),
+      );
+      if (isInside(w.path, dir) && (!w.recursive ? rel === '' : !excluded)) {
+        problems.push(
+          `${key}.${name}: ${dir} is inside the watched folder ${w.path}${w.recursive ? '; move it out or add it to exclude' : ''}`,
+        );
+      }
+    }
+  });
+  if (problems.length)
+    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
+  return config;
+}
+
+/** `*` within a name, `**` across folders, `?` one character; matched against the path relative to the watched folder. */
+export function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*' && glob[i + 1] === '*') {
+      re += '.*';
+      i++;
+      if (glob[i + 1] === '/') i++;
+    } else if (c === '*') re += '[^/]*';
+    else if (c === '?') re += '[^/]';
+    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(glob.includes('/') ? `^${re}$` : `(^|/)${re}$`, 'i');
+}
+
+/** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
+export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
+  if (env.DOCEX_API_KEY) return env.DOCEX_API_KEY.trim();
+  if (config.api.api_key_file) {
+    try {
+      return readFileSync(config.api.api_key_file, 'utf8').trim();
+    } catch (error) {
+      throw new ConfigError(
+        `${section}.api_key_file: cannot read ${config.api.api_key_file} (${(error as NodeJS.ErrnoException).code})`,
+      );
+    }
+  }
+  throw new ConfigError(`no API key: set DOCEX_API_KEY or ${section}.api_key_file in the config`);
+}
+
+export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
+  const url = config.api.base_url ?? env.DOCEX_BASE_URL;
+  if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
+  return url;
+}

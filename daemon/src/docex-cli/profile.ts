@@ -1,0 +1,80 @@
+/**
+ * Which account docex talks to: profiles in one config file, each shaped like docex-sync's `api:`
+ * section, with the daemon's rules for the key and the base URL (docs/cli.md).
+ */
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod/v4';
+import type { DocexClient } from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
+import { ApiSection, apiKeyFrom, baseUrlFrom, ConfigError, type ApiSettings } from '../common/config.ts';
+import { readYamlFile } from './yaml.ts';
+
+export const CliConfigSchema = z.strictObject({
+  default_profile: z.string().min(1).optional(),
+  profiles: z.record(z.string(), ApiSection).default({}),
+});
+
+export interface Selection {
+  profile?: string;
+  config?: string;
+}
+
+export interface Settings {
+  api: ApiSettings;
+  /** The profile's key path, for messages: "profiles.prod" ("profiles.default" without a config file). */
+  section: string;
+  configFile?: string;
+}
+
+export const defaultConfigFile = (env: NodeJS.ProcessEnv) =>
+  join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'docex', 'config.yaml');
+
+const expandHome = (path: string) =>
+  path === '~' || path.startsWith('~/') ? join(homedir(), path.slice(1)) : path;
+
+export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Settings {
+  const explicitFile = selection.config ?? env.DOCEX_CONFIG;
+  const file = explicitFile ?? defaultConfigFile(env);
+  const wanted = selection.profile ?? env.DOCEX_PROFILE;
+  const fromEnv = ApiSection.parse({});
+  if (!explicitFile && !existsSync(file)) {
+    if (wanted) throw new ConfigError(`profile "${wanted}" asked for, but there is no config file (${file})`);
+    return { api: fromEnv, section: 'profiles.default' };
+  }
+  const { data } = readYamlFile(file, CliConfigSchema);
+  const names = Object.keys(data.profiles);
+  const name = wanted ?? data.default_profile ?? (names.includes('default') ? 'default' : undefined);
+  if (name === undefined) return { api: fromEnv, section: 'profiles.default', configFile: file };
+  const profile = data.profiles[name];
+  if (!profile)
+    throw new ConfigError(
+      `${file}: no profile "${name}" (profiles: ${names.length ? names.join(', ') : 'none'})`,
+    );
+  const api = { ...profile };
+  if (api.api_key_file) api.api_key_file = resolve(dirname(file), expandHome(api.api_key_file));
+  return { api, section: `profiles.${name}`, configFile: file };
+}
+
+export function clientFrom(
+  settings: Settings,
+  env: NodeJS.ProcessEnv,
+  warn: (line: string) => void,
+): DocexClient {
+  const config = { api: settings.api };
+  const where = settings.configFile ? `${settings.configFile}: ${settings.section}` : settings.section;
+  if (env.DOCEX_API_KEY && settings.api.api_key_file)
+    warn(`docex: DOCEX_API_KEY is set and wins over ${settings.section}.api_key_file`);
+  return createNodeClient({
+    baseUrl: baseUrlFrom(config, env, where),
+    apiKey: apiKeyFrom(config, env, where),
+    concurrency: settings.api.concurrency,
+    intervalCap: settings.api.requests_per_second,
+    intervalMs: 1000,
+    rateMarginMs: settings.api.rate_margin_ms,
+    timeoutMs: settings.api.timeout_ms,
+    retry: { maxRetries: settings.api.max_retries },
+    userAgent: 'docex-cli/0.1',
+  });
+}

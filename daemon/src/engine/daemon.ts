@@ -1,0 +1,162 @@
+/** `docex-sync run`: watchers, pipeline, pulls, scheduled reruns and the HTTP listener, stopped cleanly. */
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
+import type { DocexClient } from '@docex/shared';
+import type { Config } from '../common/config.ts';
+import { removeStaleTemps } from '../common/files.ts';
+import { startHttp } from '../status/http.ts';
+import { createMetrics } from '../status/metrics.ts';
+import { createNotifier, type Notifier } from '../outputs/notify.ts';
+import { Pipeline } from './pipeline.ts';
+import { startSummaries } from '../commands/progress.ts';
+import { progressBar } from '../common/progressbar.ts';
+import { pullOnce } from '../outputs/pull.ts';
+import { runRerun } from '../outputs/reruns.ts';
+import { ResultWriter } from '../outputs/results.ts';
+import { StateDb } from '../store/state.ts';
+import { FolderWatcher } from './watcher.ts';
+
+export interface RunningDaemon {
+  db: StateDb;
+  pipeline: Pipeline;
+  http: Server | undefined;
+  /** Settles with the error when the run cannot go on (the API key was refused); never resolves otherwise. */
+  failure: Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: Config, client: DocexClient, log: Logger): Promise<RunningDaemon> {
+  const db = new StateDb(config.state_db);
+  try {
+    db.lockExclusive(Date.now());
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  db.abandonRunningReruns(Date.now());
+  const metrics = createMetrics(db, { processMetrics: config.http !== undefined });
+  const results = new ResultWriter(client, { log });
+  const notify = createNotifier(config, log);
+  const stopping = new AbortController();
+  const pipeline = new Pipeline({ db, client, config, log, metrics, results });
+  if (notify)
+    notifyFrom(
+      pipeline,
+      notify,
+      config.notify?.webhooks.some((w) => w.events.includes('result_written')),
+    );
+  const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
+  pipeline.recover();
+  let temps = 0;
+  for (const w of config.watch) {
+    // Never the watched folder itself: a missing one is a share not mounted, not something to create.
+    for (const dir of [w.output, w.failed_dir, w.processed_dir])
+      if (dir) await mkdir(dir, { recursive: true });
+    for (const dir of [w.output, w.failed_dir]) temps += await removeStaleTemps(dir);
+  }
+  if (config.pull) temps += await removeStaleTemps(config.pull.output);
+  if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
+  let scanned = 0;
+  const scanBar = progressBar(process.stderr, 'start-up scan: files found');
+  const watchers = config.watch.map(
+    (w) => new FolderWatcher(w, pipeline, log, () => scanBar.update(++scanned)),
+  );
+  pipeline.start();
+  await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
+
+  const tasks: ScheduledTask[] = [];
+  let pulling = false;
+  if (config.pull) {
+    await mkdir(config.pull.output, { recursive: true });
+    tasks.push(
+      cron.schedule(config.pull.schedule, async () => {
+        if (pulling) return;
+        pulling = true;
+        await pullOnce({ db, client, config, log, metrics })
+          .catch((error: unknown) =>
+            log.error({ err: (error as Error).message }, 'pull failed; the cursor did not move'),
+          )
+          .finally(() => (pulling = false));
+      }),
+    );
+  }
+  for (const job of config.reruns) {
+    tasks.push(
+      cron.schedule(
+        job.schedule,
+        () =>
+          void runRerun({ db, client, log, config, results, notify, signal: stopping.signal }, job).catch(
+            (error: unknown) => log.error({ rerun: job.name, err: (error as Error).message }, 'rerun failed'),
+          ),
+      ),
+    );
+  }
+  let keyRefused = false;
+  pipeline.once('run-refused', () => (keyRefused = true));
+  const summaries = startSummaries(pipeline, db, log);
+  const http = config.http
+    ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake(), keyRefused: () => keyRefused })
+    : undefined;
+  log.info(
+    {
+      folders: config.watch.map((w) => w.path),
+      http: config.http ? `${config.http.host}:${config.http.port}` : undefined,
+    },
+    'docex-sync running',
+  );
+
+  return {
+    db,
+    pipeline,
+    http,
+    failure,
+    async stop() {
+      log.info('stopping: no new uploads; waiting for work in flight');
+      stopping.abort();
+      for (const t of tasks) await t.stop();
+      for (const w of watchers) await w.stop();
+      await pipeline.stop();
+      summaries.stop();
+      if (http) await closeServer(http);
+      await notify?.close();
+      db.close();
+      log.info('stopped');
+    },
+  };
+}
+
+/** The pipeline's events as notifications (the notifier queues and returns at once). */
+function notifyFrom(pipeline: Pipeline, notify: Notifier, results = false) {
+  pipeline.on('file-failed', (row) =>
+    notify.fileFailed({
+      file: row.path,
+      watch: row.watch,
+      reason: row.reason,
+      attempts: row.attempts,
+      task_id: row.task_id,
+      document_id: row.document_id,
+    }),
+  );
+  pipeline.on('watch-paused', (watch, reason) => notify.watchPaused({ watch, reason }));
+  if (results)
+    pipeline.on('result-written', (row, files) =>
+      notify.resultWritten({
+        file: row.path,
+        watch: row.watch,
+        document_id: row.document_id!,
+        outcome: row.outcome ?? 'processed',
+        results: files,
+      }),
+    );
+}
+
+/** An open status page keeps a keep-alive connection: idle ones go at once, busy ones get a second. */
+async function closeServer(server: Server) {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), 1000);
+  await closed;
+  clearTimeout(timer);
+}

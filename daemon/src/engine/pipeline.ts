@@ -1,0 +1,609 @@
+/**
+ * The pipeline, the imperative shell around lifecycle.ts: it observes files and the service, asks
+ * `decide` what follows, commits that to the state DB and carries out the effect.
+ *
+ * Event-driven: work starts when it becomes possible (a file reported by the watcher, a job
+ * finishing, the earliest next_at coming due on one timer). Each file's steps run as its own job,
+ * so a slow or hung request holds back only its own file (bounded by api.timeout_ms). With nothing
+ * due there is no timer at all.
+ */
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { lstat, open, rm, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { DocexClient, TaskResult } from '@docex/shared';
+import type { Config, WatchConfig } from '../common/config.ts';
+import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
+import {
+  ACTIVE_STATES,
+  decide,
+  describe,
+  type Decision,
+  type Effect,
+  type FileRow,
+  type Observation,
+  type Policy,
+  NEVER,
+} from './lifecycle.ts';
+import type { Metrics } from '../status/metrics.ts';
+import { ResultWriter } from '../outputs/results.ts';
+import type { StateDb } from '../store/state.ts';
+import type { Candidate, Listed } from './walk.ts';
+
+export interface PipelineDeps {
+  db: StateDb;
+  client: DocexClient;
+  config: Config;
+  log: Logger;
+  metrics?: Metrics;
+  now?: () => number;
+  /** Writes results (keeps the template cache and the daily CSVs); one per process. */
+  results?: ResultWriter;
+}
+
+/** What a notifier, the status page or a test can subscribe to. */
+export interface PipelineEvents {
+  'file-failed': [row: FileRow];
+  'result-written': [row: FileRow, files: string[]];
+  'file-archived': [row: FileRow];
+  'watch-paused': [watch: string, reason: string];
+  'watch-resumed': [watch: string];
+  'service-unreachable': [reason: string];
+  /** The API key was refused: the run must stop (exit 3). */
+  'run-refused': [error: unknown];
+}
+
+const HASH_CHUNK = 256 * 1024;
+
+/** The file's SHA-256, and its size and mtime once read (through one handle: no stream, no second stat). */
+async function hashFile(path: string) {
+  const file = await open(path, 'r');
+  try {
+    const hash = createHash('sha256');
+    const buffer = Buffer.allocUnsafe(HASH_CHUNK);
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, HASH_CHUNK, null);
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+    }
+    const after = await file.stat();
+    return { sha256: hash.digest('hex'), size: after.size, mtimeMs: Math.floor(after.mtimeMs) };
+  } finally {
+    await file.close();
+  }
+}
+
+/** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
+const LOCAL_JOBS = 8;
+const POLL_GRACE_MS = 2000;
+
+type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
+
+/** Where the original will go after success, written into the JSON before it moves (corrected after if need be). */
+async function plannedArchive(watch: WatchConfig, row: FileRow): Promise<string | null> {
+  if (watch.on_success === 'move') return freeTarget(watch.processed_dir!, row.rel);
+  return watch.on_success === 'keep' ? row.path : null;
+}
+
+export class Pipeline extends EventEmitter<PipelineEvents> {
+  private readonly deps: PipelineDeps;
+  private readonly now: () => number;
+  private readonly watches: Map<string, WatchConfig>;
+  private readonly results: ResultWriter;
+  /** Row id → its running job; a row has at most one. */
+  private readonly jobs = new Map<number, Promise<void>>();
+  private readonly kinds = new Map<Promise<void>, JobKind>();
+  private readonly running: Record<JobKind, number> = {
+    stabilize: 0,
+    upload: 0,
+    poll: 0,
+    archive: 0,
+    report: 0,
+  };
+  /** Hashes being uploaded now: a second row with the same bytes waits (checked before any await). */
+  private readonly uploadingHashes = new Set<string>();
+  private readonly probing = new Set<string>();
+  private pumpQueued = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private started = false;
+  private stopping = false;
+  /** After stop(): late answers of abandoned polls change nothing. */
+  private stopped = false;
+  private refused: unknown;
+  private unreachableSet: boolean | undefined;
+
+  constructor(deps: PipelineDeps) {
+    super();
+    this.deps = deps;
+    this.now = deps.now ?? Date.now;
+    this.watches = new Map(deps.config.watch.map((w) => [w.path, w]));
+    this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
+  }
+
+  private policy(watch: string): Policy {
+    const { config } = this.deps;
+    return {
+      stable_ms: this.watches.get(watch)?.stable_ms ?? 2000,
+      poll: config.poll,
+      upload: config.upload,
+      random: Math.random,
+    };
+  }
+
+  /** Asks the lifecycle, commits the changes, reports run-level effects. Returns the decision. */
+  private apply(row: FileRow, observation: Observation): { decision: Decision; row: FileRow } {
+    if (this.stopped) return { decision: { changes: undefined, effect: { kind: 'none' } }, row };
+    const now = this.now();
+    const decision = decide(row, observation, now, this.policy(row.watch));
+    const next = decision.changes ? { ...row, ...decision.changes, updated_at: now } : row;
+    if (decision.changes) this.deps.db.update(row.id, decision.changes, now);
+    if (next.state === 'failed' && row.state !== 'failed') {
+      this.deps.metrics?.failed.inc();
+      this.deps.log.error({ file: row.path, reason: next.reason }, 'failed');
+      this.emit('file-failed', next);
+    }
+    this.runLevel(decision.effect, row);
+    return { decision, row: next };
+  }
+
+  private runLevel(effect: Effect, row: FileRow) {
+    const { db, log } = this.deps;
+    if (effect.kind === 'stop-run') {
+      if (this.refused === undefined) {
+        this.refused = effect.error;
+        log.fatal(
+          { err: describe(effect.error) },
+          'the service refused the API key: stopping; no file was changed',
+        );
+        this.emit('run-refused', effect.error);
+      }
+    } else if (effect.kind === 'pause-watch') {
+      const now = this.now();
+      const probeMs = this.deps.config.upload.probe_interval_ms;
+      const already = db.pausedWatches().some((w) => w.path === row.watch);
+      db.pauseWatch(row.watch, effect.reason, now, now + probeMs);
+      if (already) return; // another upload of the same watch found it out at the same time
+      log.error(
+        { folder: row.watch, reason: effect.reason, retryInMs: probeMs },
+        'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
+      );
+      this.emit('watch-paused', row.watch, effect.reason);
+    } else if (effect.kind === 'service-unreachable') {
+      if (!this.unreachable()) {
+        db.markServiceUnreachable(this.now(), effect.reason);
+        this.unreachableSet = true;
+        log.error({ reason: effect.reason }, 'the service cannot be reached; files wait and are retried');
+        this.emit('service-unreachable', effect.reason);
+      }
+    }
+  }
+
+  /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
+  private unreachable(): boolean {
+    this.unreachableSet ??= this.deps.db.serviceUnreachable() !== undefined;
+    return this.unreachableSet;
+  }
+
+  private reachable() {
+    if (this.unreachable()) {
+      this.deps.db.markServiceReachable();
+      this.unreachableSet = false;
+      this.deps.log.info('the service can be reached again');
+    }
+  }
+
+  /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
+  recover() {
+    const { db, log } = this.deps;
+    for (const state of ['uploading', 'discovered'] as const) {
+      for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
+        for (const row of rows) {
+          this.apply(row, { kind: 'restarted' });
+          if (state === 'uploading')
+            log.warn(
+              { file: row.path },
+              'upload was interrupted before its task id was stored; it will be sent again (a DUPLICATE answer is handled)',
+            );
+        }
+      }
+    }
+    db.flush();
+  }
+
+  /** Whether a file at `path` is new work, given what the DB knows of that path. */
+  private isNew(
+    watch: WatchConfig,
+    file: Candidate,
+    known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
+  ) {
+    if (!known) return true;
+    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed') return false;
+    // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
+    if (watch.on_success !== 'keep') return true;
+    return (
+      known.size !== file.size ||
+      known.mtime_ms !== file.mtimeMs ||
+      (known.ino !== 0 && known.ino !== file.ino)
+    );
+  }
+
+  /** A file reported by the watcher. */
+  candidate(watch: WatchConfig, file: Candidate) {
+    const { db, log } = this.deps;
+    if (!this.isNew(watch, file, db.current(file.path))) return;
+    const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
+    log.debug({ file: file.path, id: created.id }, 'discovered');
+    this.deps.metrics?.discovered.inc();
+    this.wake();
+  }
+
+  /**
+   * What a scan listed (a folder at a time), compared with the DB in one read: paths the pipeline
+   * holds are not looked at (a rescan of 100,000 waiting files stats none), the others are, and the
+   * new ones are recorded in one transaction.
+   */
+  async ingest(
+    watch: WatchConfig,
+    listed: Listed[],
+    look: (listed: Listed[]) => Promise<Candidate[]>,
+  ): Promise<number> {
+    const { db, log } = this.deps;
+    const unheld = db
+      .unheld(
+        watch.path,
+        listed.map((l) => l.path),
+      )
+      .map((i) => listed[i]!);
+    if (unheld.length === 0) return 0;
+    const files = await look(unheld);
+    if (files.length === 0) return 0;
+    // Read right before recording: an event may have recorded some of them meanwhile.
+    const known = db.known(
+      watch.path,
+      files.map((f) => f.path),
+      watch.on_success === 'keep',
+    );
+    const fresh = files.filter((f) => this.isNew(watch, f, known.get(f.path)));
+    if (fresh.length) {
+      db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
+      db.flush();
+      this.deps.metrics?.discovered.inc(fresh.length);
+      for (const f of fresh.slice(0, 20)) log.debug({ file: f.path }, 'discovered');
+      this.wake();
+    }
+    return fresh.length;
+  }
+
+  start() {
+    this.started = true;
+    this.wake();
+  }
+
+  /**
+   * Stops starting new work and lets jobs in flight reach a state in the DB: uploads (their task id
+   * must be stored) and file moves are waited for; polls get POLL_GRACE_MS, then are left (the task
+   * is polled again after the next start).
+   */
+  async stop() {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    const settled = (kinds: JobKind[]) =>
+      Promise.allSettled([...this.jobs.values()].filter((j) => kinds.includes(this.kinds.get(j)!)));
+    const grace = new AbortController();
+    await Promise.race([
+      settled(['poll']),
+      delay(POLL_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined),
+    ]);
+    grace.abort();
+    while ([...this.kinds.values()].some((k) => k !== 'poll'))
+      await settled(['stabilize', 'upload', 'archive', 'report']);
+    this.stopped = true;
+    this.deps.db.flush();
+  }
+
+  /** When the scheduler's one timer fires next; undefined when it has nothing to wait for. */
+  get nextWakeAt(): number | undefined {
+    return Number.isFinite(this.timerAt) ? this.timerAt : undefined;
+  }
+
+  /** The run was refused (API key): the error, else undefined. */
+  get refusal() {
+    return this.refused;
+  }
+
+  /** Idle: nothing waiting in the pipeline (used by the demo, tests and benchmarks). */
+  idle(): boolean {
+    const c = this.deps.db.counts();
+    return (
+      c.discovered + c.stable + c.uploading + c.uploaded + c.done === 0 &&
+      this.jobs.size === 0 &&
+      this.deps.db.due('failed', NEVER - 1, 1).length === 0
+    );
+  }
+
+  /** Runs the scheduler soon (once per event-loop turn, however often it is called). */
+  wake() {
+    if (this.pumpQueued || !this.started || this.stopping) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
+      try {
+        this.pump();
+      } catch (error) {
+        this.deps.log.error({ err: describe(error) }, 'scheduler step failed; retrying in 1 s');
+        this.arm(this.now() + 1000);
+      }
+    });
+  }
+
+  private pump() {
+    if (this.stopping || this.refused !== undefined) return;
+    const { db, config } = this.deps;
+    const now = this.now();
+    const take = (rows: FileRow[], kind: JobKind, run: (row: FileRow) => Promise<void>) => {
+      for (const row of rows) if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
+    };
+    const spare = (kind: JobKind, limit: number) => limit - this.running[kind];
+
+    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) => this.stabilize(r));
+    this.startUploads(now);
+    take(db.due('uploaded', now, spare('poll', config.poll.batch_size)), 'poll', (r) => this.poll(r));
+    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
+    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
+    const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
+    this.arm(Math.min(db.nextDue(now) ?? Infinity, probe));
+  }
+
+  private startUploads(now: number) {
+    const { db, config } = this.deps;
+    const limit = config.api.concurrency;
+    const starting = (row: FileRow) => {
+      if (this.jobs.has(row.id) || this.running.upload >= limit) return;
+      // The same bytes, done or on their way: decided now, before any await, so two names of one
+      // content never both reach the service.
+      const done = row.sha256 ? db.completedWithHash(row.sha256, row.id) : undefined;
+      if (done) {
+        this.apply(row, { kind: 'same-bytes-done', documentId: done.document_id! });
+        this.deps.log.info(
+          { file: row.path, documentId: done.document_id },
+          'same content already processed: not uploaded again',
+        );
+        return;
+      }
+      if (row.sha256 && (this.uploadingHashes.has(row.sha256) || db.inFlightWithHash(row.sha256, row.id))) {
+        this.apply(row, { kind: 'same-bytes-in-flight' });
+        return;
+      }
+      if (row.sha256) this.uploadingHashes.add(row.sha256);
+      this.startJob(row, 'upload', (r) =>
+        this.upload(r).finally(() => r.sha256 && this.uploadingHashes.delete(r.sha256)),
+      );
+    };
+    for (const paused of db.pausedWatches()) {
+      if (paused.probe_at > now || this.probing.has(paused.path)) continue;
+      const row = db.probeRow(paused.path);
+      if (!row) {
+        db.resumeWatch(paused.path);
+        continue;
+      }
+      this.probing.add(paused.path);
+      db.pauseWatch(
+        paused.path,
+        paused.paused_reason,
+        paused.paused_at,
+        now + config.upload.probe_interval_ms,
+      );
+      starting(row);
+    }
+    if (this.running.upload >= limit) return;
+    for (const row of db.dueForUpload(now, limit - this.running.upload)) starting(row);
+  }
+
+  private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
+    this.running[kind]++;
+    this.deps.db.lease(row.id);
+    const job = run(row)
+      .catch((error: unknown) =>
+        this.deps.log.error(
+          { file: row.path, err: describe(error), step: kind },
+          'pipeline step failed; will retry',
+        ),
+      )
+      .finally(() => {
+        this.running[kind]--;
+        this.jobs.delete(row.id);
+        if (!this.stopped) this.deps.db.release(row.id);
+        this.kinds.delete(job);
+        this.wake();
+      });
+    this.jobs.set(row.id, job);
+    this.kinds.set(job, kind);
+  }
+
+  /** One timer, at the earliest time something comes due. */
+  private arm(at: number) {
+    if (at === this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = at;
+    if (!Number.isFinite(at) || this.stopping) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.wake();
+      },
+      Math.max(0, at - this.now()),
+    );
+  }
+
+  private async stabilize(row: FileRow) {
+    const seen = await lstat(row.path).catch(() => undefined);
+    if (!seen) return void this.apply(row, { kind: 'file-vanished' });
+    const first = this.apply(row, { kind: 'file-seen', size: seen.size, mtimeMs: Math.floor(seen.mtimeMs) });
+    if (first.decision.effect.kind !== 'hash') return;
+    const hashed = await hashFile(row.path).catch(() => undefined);
+    if (!hashed) return void this.apply(first.row, { kind: 'file-vanished' });
+    this.apply(first.row, { kind: 'hashed', ...hashed });
+  }
+
+  private async upload(row: FileRow) {
+    const { db, client, log, metrics } = this.deps;
+    const watch = this.watches.get(row.watch)!;
+    const info = await stat(row.path).catch(() => undefined);
+    if (!info) return void this.apply(row, { kind: 'file-vanished' });
+    const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
+    if (seen.decision.effect.kind !== 'upload' || this.stopping) return;
+    const uploading = this.apply(row, { kind: 'upload-starting' }).row;
+    db.flush(); // the attempt is on disk before the request leaves
+    try {
+      const answer = await client.uploadFile({
+        files: [{ path: row.path, fileName: basename(row.path).normalize('NFC') }],
+        template_id: watch.template_id,
+        folder_id: watch.folder_id,
+        metadata: watch.metadata,
+      });
+      this.apply(uploading, { kind: 'upload-answered', taskId: answer.task_ids[0]! });
+      db.flush();
+      metrics?.uploads.inc();
+      this.reachable();
+      if (this.probing.delete(row.watch)) {
+        db.resumeWatch(row.watch);
+        log.warn({ folder: row.watch }, 'watch resumed: the service accepted an upload again');
+        this.emit('watch-resumed', row.watch);
+      }
+      log.debug({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
+    } catch (error) {
+      metrics?.apiErrors.inc({ operation: 'upload_file' });
+      this.probing.delete(row.watch);
+      const after = this.apply(uploading, { kind: 'upload-failed', error });
+      if (after.row.state === 'stable' && after.decision.effect.kind === 'none')
+        log.warn(
+          { file: row.path, err: describe(error), retryAt: new Date(after.row.next_at).toISOString() },
+          'upload failed; will retry',
+        );
+    }
+  }
+
+  /** An open task: its result, then the document's data and the result files, then archiving. */
+  private async poll(row: FileRow) {
+    const { client } = this.deps;
+    let current = row;
+    let task: TaskResult | null = null;
+    let documentId = row.document_id;
+    let outcome = row.outcome === 'duplicate' ? ('duplicate' as const) : ('processed' as const);
+    if (row.task_id !== null) {
+      try {
+        task = await client.fetchTasksResults({ task_id: row.task_id });
+      } catch (error) {
+        this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
+        return void this.apply(row, { kind: 'poll-failed', error });
+      }
+      this.reachable();
+      const answered = this.apply(row, { kind: 'task', result: task });
+      const effect = answered.decision.effect;
+      if (effect.kind !== 'write-results') {
+        if (task.status !== 'IN PROGRESS' && answered.row.state === 'uploaded')
+          this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
+        return;
+      }
+      current = answered.row;
+      documentId = effect.documentId;
+      outcome = effect.outcome;
+    }
+    if (documentId === null) return;
+    const watch = this.watches.get(row.watch)!;
+    let data;
+    try {
+      data = await client.fetchDocumentData({ document_id: documentId });
+    } catch (error) {
+      this.deps.metrics?.apiErrors.inc({ operation: 'fetch_document_data' });
+      return void this.apply(current, { kind: 'poll-failed', error });
+    }
+    let files: string[];
+    const planned = await plannedArchive(watch, row);
+    try {
+      files = await this.results.write(watch, data, {
+        source: row.path,
+        archivedTo: planned,
+        sha256: row.sha256,
+        task,
+        outcome,
+        sourceName: basename(row.path),
+      });
+    } catch (error) {
+      const blocked = this.apply(current, { kind: 'results-failed', error });
+      this.deps.log.error(
+        { file: row.path, err: describe(error), output: watch.output },
+        'could not write the results; will retry',
+      );
+      return void blocked;
+    }
+    const done = this.apply(current, { kind: 'results-written' }).row;
+    this.deps.log.debug({ file: row.path, documentId, outcome }, 'results written');
+    this.emit('result-written', done, files);
+    await this.archive(done, planned);
+  }
+
+  /** `planned`: where the JSON just written says the original goes (not read back when it went there). */
+  private async archive(row: FileRow, planned?: string | null) {
+    const { log, metrics } = this.deps;
+    const watch = this.watches.get(row.watch)!;
+    try {
+      if (watch.on_success === 'move') {
+        const there = await lstat(row.path).then(
+          () => true,
+          () => false,
+        );
+        if (there) {
+          const target = await moveInto(row.path, watch.processed_dir!, row.rel);
+          if (row.document_id !== null && target !== planned)
+            await this.results.recordArchive(watch, basename(row.path), row.document_id, target);
+        }
+      } else if (watch.on_success === 'delete') {
+        await rm(row.path, { force: true });
+      }
+    } catch (error) {
+      this.apply(row, { kind: 'archive-failed', error });
+      log.warn({ file: row.path, err: describe(error) }, 'could not archive the source file; will retry');
+      return;
+    }
+    const archived = this.apply(row, { kind: 'archived' }).row;
+    metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
+    this.emit('file-archived', archived);
+  }
+
+  /** A failed file moves to the failed folder with <name>.error.json beside it (just the report if it is gone). */
+  private async report(row: FileRow) {
+    const { log } = this.deps;
+    const watch = this.watches.get(row.watch);
+    if (!watch) return;
+    try {
+      const there = await lstat(row.path).then(
+        () => true,
+        () => false,
+      );
+      const target = there
+        ? await moveInto(row.path, watch.failed_dir, row.rel)
+        : inside(watch.failed_dir, row.rel);
+      const report = {
+        file: row.rel,
+        status: 'failed',
+        reason: row.reason,
+        attempts: row.attempts,
+        failed_at: new Date(row.updated_at).toISOString(),
+        task_id: row.task_id,
+        document_id: row.document_id,
+        ...(there ? {} : { note: 'the file itself was no longer there' }),
+      };
+      await writeAtomic(`${target}.error.json`, `${JSON.stringify(report, null, 2)}\n`);
+      this.apply(row, { kind: 'failure-reported', path: target });
+    } catch (error) {
+      this.apply(row, { kind: 'report-failed', error });
+      log.warn({ file: row.path, err: describe(error) }, 'could not move the failed file; will retry');
+    }
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * Walks a watched folder: readdir by raw name (a name that is not valid UTF-8 is renamed) and the
+ * ignore rules, a folder at a time; `look` stats what the caller wants looked at. Files only:
+ * symlinks and special files are skipped with one log line each, and nothing is kept per file.
+ */
+import { isUtf8 } from 'node:buffer';
+import type { Dirent, Stats } from 'node:fs';
+import { lstat, readdir, rename } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import type { Logger } from 'pino';
+import type { WatchConfig } from '../common/config.ts';
+import { freeTarget, isExcluded, isIgnored } from '../common/files.ts';
+
+/** lstat calls in flight at once during a walk (libuv runs 4 at a time; a few more keep it busy). */
+const STAT_BATCH = 64;
+
+/** A file found by the watcher or a scan: named and looked at (lstat). */
+export interface Candidate {
+  path: string;
+  rel: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+/** A file a walk listed: named, not yet looked at. */
+export interface Listed {
+  path: string;
+  rel: string;
+}
+
+/** Files listed at once: a folder's, in slices of this many (a flat folder of 100,000 is 100 slices). */
+const LIST_BATCH = 1000;
+
+export interface WalkOptions {
+  /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
+  entering?: (dir: string) => Promise<void>;
+  /** Called with the files listed, a folder (or a slice of one) at a time; the walk waits for it. */
+  batch: (listed: Listed[]) => Promise<void>;
+  /** Called for each file listed (the progress count of the start-up scan). */
+  found?: () => void;
+}
+
+export class Walker {
+  private readonly watch: WatchConfig;
+  private readonly log: Logger;
+  /** Paths already logged as skipped: one line each, not one per walk. */
+  private readonly skipped = new Set<string>();
+
+  constructor(watch: WatchConfig, log: Logger) {
+    this.watch = watch;
+    this.log = log;
+  }
+
+  /** A file the watch leaves alone (excluded, or not matched by `include`). */
+  ignored(path: string): boolean {
+    return path !== this.watch.path && isIgnored(this.watch, relative(this.watch.path, path));
+  }
+
+  /**
+   * A path no walk enters and no event is followed for, whether file or folder (hidden, temporary,
+   * system or excluded). `include` is not applied: it selects files, never folders.
+   */
+  excluded(path: string, isFolder = false): boolean {
+    return path !== this.watch.path && isExcluded(this.watch, relative(this.watch.path, path), isFolder);
+  }
+
+  /**
+   * Lists the files under `dir` (in its sub-folders too when the watch is recursive) and hands them
+   * to `batch` a folder at a time, keeping nothing: memory follows the largest folder, not the tree.
+   * Returns how many files were listed.
+   */
+  async walk(dir: string, options: WalkOptions): Promise<number> {
+    let listed = 0;
+    // Paths and relative names by concatenation: path.join and path.relative for each of 100,000
+    // files are most of a walk's garbage.
+    const walk = async (dir: string, relDir: string): Promise<void> => {
+      await options.entering?.(dir);
+      let entries: Dirent<Buffer>[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        // A sub-folder removed meanwhile is no news; the watched folder itself missing is.
+        if (code !== 'ENOENT' || dir === this.watch.path)
+          this.log.warn({ folder: dir, code }, 'cannot read folder');
+        return;
+      }
+      let files: Listed[] = [];
+      for (const entry of entries) {
+        const raw = entry.name;
+        const name = isUtf8(raw) ? raw.toString('utf8') : await this.nameOf(dir, raw, entry.isFile());
+        if (name === undefined) continue;
+        // Folders pass the exclude rules only: include patterns select files, and a folder must be
+        // entered to find its files (`include: ['*.pdf']` must still reach sub/deeper/x.pdf).
+        if (entry.isDirectory()) {
+          if (this.watch.recursive && !isExcluded(this.watch, relDir + name, true))
+            await walk(dir + sep + name, relDir + name + sep);
+          continue;
+        }
+        if (isIgnored(this.watch, relDir + name)) continue;
+        files.push({ path: dir + sep + name, rel: relDir + name });
+        options.found?.();
+        if (files.length === LIST_BATCH) {
+          listed += files.length;
+          await options.batch(files);
+          files = [];
+        }
+      }
+      if (files.length > 0) {
+        listed += files.length;
+        await options.batch(files);
+      }
+    };
+    const rel = relative(this.watch.path, dir);
+    await walk(dir, rel ? rel + sep : '');
+    return listed;
+  }
+
+  /** The regular files among `listed`, with their stats (lstat, a batch at a time). */
+  async look(listed: Listed[]): Promise<Candidate[]> {
+    const found: Candidate[] = [];
+    for (let i = 0; i < listed.length; i += STAT_BATCH) {
+      const batch = await Promise.all(
+        listed.slice(i, i + STAT_BATCH).map(({ path, rel }) => this.describe(path, rel)),
+      );
+      for (const c of batch) if (c) found.push(c);
+    }
+    return found;
+  }
+
+  /** The name of an entry an event reported by raw name (see nameOf); undefined when it is gone. */
+  async nameOfRaw(dir: string, raw: Buffer): Promise<string | undefined> {
+    if (isUtf8(raw)) return raw.toString('utf8');
+    const info = await lstat(rawPath(dir, raw)).catch(() => undefined);
+    return info && this.nameOf(dir, raw, info.isFile());
+  }
+
+  /**
+   * The entry's name as a string. A name that is not valid UTF-8 cannot be named in the DB or sent
+   * in an upload: the file is renamed in place (its bytes read as Latin-1, the legacy encoding such
+   * names mostly come from), which the log says.
+   */
+  private async nameOf(dir: string, raw: Buffer, isFile: boolean): Promise<string | undefined> {
+    if (isUtf8(raw)) return raw.toString('utf8');
+    const readable = raw.toString('latin1').normalize('NFC');
+    if (!isFile) {
+      this.warnOnce(join(dir, readable), 'skipped: the name is not valid UTF-8 (only files are renamed)');
+      return undefined;
+    }
+    try {
+      const target = await freeTarget(dir, readable);
+      await rename(rawPath(dir, raw), target);
+      this.log.warn(
+        { folder: dir, name: JSON.stringify(readable), renamedTo: relative(dir, target) },
+        'renamed a file whose name is not valid UTF-8',
+      );
+      return relative(dir, target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Gone: renamed by a walk or an event of the same moment, or removed.
+      if (code === 'ENOENT') return undefined;
+      this.warnOnce(
+        join(dir, readable),
+        `cannot process a file whose name is not valid UTF-8 and that cannot be renamed (${code}); rename it`,
+      );
+      return undefined;
+    }
+  }
+
+  private warnOnce(path: string, message: string) {
+    if (this.skipped.has(path)) return;
+    this.skipped.add(path);
+    this.log.warn({ file: path }, message);
+  }
+
+  /** A regular file's candidate; undefined for anything else or when it is gone. */
+  async describe(path: string, rel?: string): Promise<Candidate | undefined> {
+    const info = await lstat(path).catch(() => undefined);
+    return info && this.candidateOf(path, info, rel);
+  }
+
+  /** Symlinks and special files are skipped with one log line each; folders silently. */
+  candidateOf(path: string, info: Stats, rel = relative(this.watch.path, path)): Candidate | undefined {
+    if (!info.isFile()) {
+      if (!info.isDirectory() && !this.skipped.has(path)) {
+        this.skipped.add(path);
+        this.log.info(
+          { file: path, kind: info.isSymbolicLink() ? 'symlink' : 'special' },
+          'skipped: not a regular file',
+        );
+      }
+      return undefined;
+    }
+    if (!ASCII.test(rel)) rel = rel.normalize('NFC');
+    return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
+  }
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+const rawPath = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);

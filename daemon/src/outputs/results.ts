@@ -1,0 +1,442 @@
+/**
+ * Result files per document: JSON (everything), CSV for general fields (one row) and line items, and
+ * a daily running CSV per watched folder (one row per document). Columns follow the template's field
+ * order; every path is resolved inside the watch's output folder (names from the server never decide).
+ */
+import { stringify } from 'csv-stringify/sync';
+import { open, readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import {
+  generalFieldsOf,
+  lineItemsOf,
+  safeFileName,
+  type DocexClient,
+  type DocumentData,
+  type TaskResult,
+} from '@docex/shared';
+import { inside, writeAtomic } from '../common/files.ts';
+
+/** The template's fields in display order, and how it writes numbers. */
+export interface TemplateLayout {
+  general: string[];
+  line: string[];
+  numberLocale: 'EU' | 'US' | null;
+}
+
+/** How CSV files are written: standard (RFC 4180) or for a spreadsheet (BOM, ';', decimal comma). */
+export interface CsvDialect {
+  delimiter: ',' | ';';
+  bom: boolean;
+  decimal: '.' | ',';
+}
+export const STANDARD_CSV: CsvDialect = { delimiter: ',', bom: false, decimal: '.' };
+
+/** Excel in a locale whose list separator is ';': decimal comma unless the template writes US numbers. */
+export function dialectFor(style: 'standard' | 'excel', layout: TemplateLayout | undefined): CsvDialect {
+  if (style === 'standard') return STANDARD_CSV;
+  return { delimiter: ';', bom: true, decimal: layout?.numberLocale === 'US' ? '.' : ',' };
+}
+
+/** Fetches each template's fields once (fetch_template + fetch_field) and keeps them for the process. */
+export class TemplateLayouts {
+  private readonly cache = new Map<number, Promise<TemplateLayout>>();
+  private readonly client: Pick<DocexClient, 'fetchTemplate' | 'fetchField'>;
+  private readonly log: Logger | undefined;
+
+  constructor(client: Pick<DocexClient, 'fetchTemplate' | 'fetchField'>, log?: Logger) {
+    this.client = client;
+    this.log = log;
+  }
+
+  /** undefined when unknown or unreachable: the columns then follow the data (tried again next time). */
+  async get(templateId: number | null | undefined): Promise<TemplateLayout | undefined> {
+    if (templateId == null) return undefined;
+    let layout = this.cache.get(templateId);
+    if (!layout) {
+      layout = this.load(templateId);
+      this.cache.set(templateId, layout);
+    }
+    try {
+      return await layout;
+    } catch (error) {
+      this.cache.delete(templateId);
+      this.log?.warn(
+        { templateId, err: (error as Error).message },
+        "could not read the template's fields; CSV columns follow the document this time",
+      );
+      return undefined;
+    }
+  }
+
+  /** A rerun usually follows a template change: its fields are read again. */
+  clear() {
+    this.cache.clear();
+  }
+
+  private async load(templateId: number): Promise<TemplateLayout> {
+    const template = await this.client.fetchTemplate({ template_id: templateId });
+    const ids = template.field_ids ?? [];
+    const fields = await Promise.all(ids.map((field_id) => this.client.fetchField({ field_id })));
+    const ordered = fields
+      .map((f, i) => ({ ...f, order: i }))
+      .sort((a, b) => (a.position ?? Infinity) - (b.position ?? Infinity) || a.order - b.order);
+    const names = (type: string) => ordered.filter((f) => f.type === type && f.name).map((f) => f.name!);
+    const locale = String(template.number_locale ?? '').toUpperCase();
+    return {
+      general: names('General fields'),
+      line: names('Line fields'),
+      numberLocale: locale === 'EU' || locale === 'US' ? locale : null,
+    };
+  }
+}
+
+/** The template's order first (also fields this document lacks), then the rest in the document's order. */
+export function orderColumns(known: readonly string[] | undefined, present: readonly string[]): string[] {
+  return [...new Set([...(known ?? []), ...present])];
+}
+
+const cellOf = (v: unknown, dialect: CsvDialect): string => {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'number') return dialect.decimal === ',' ? String(v).replace('.', ',') : String(v);
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+};
+
+function csv(rows: unknown[][], dialect: CsvDialect, header = true): string {
+  const text = stringify(
+    rows.map((r) => r.map((v) => cellOf(v, dialect))),
+    { delimiter: dialect.delimiter, record_delimiter: '\n' },
+  );
+  return dialect.bom && header ? `\uFEFF${text}` : text;
+}
+
+export interface Fraud {
+  verdict: string | null;
+  score: number | null;
+}
+
+/** The verdict travels with the task result; a document's data may carry it too (kept if so). */
+export function fraudOf(data: DocumentData, task: TaskResult | null | undefined): Fraud {
+  const d = data as Record<string, unknown>;
+  const verdict = d.Fraud_verdict ?? task?.Fraud_verdict ?? null;
+  const score = d.Fraud_score ?? task?.Fraud_score ?? null;
+  return {
+    verdict: typeof verdict === 'string' ? verdict : null,
+    score: typeof score === 'number' ? score : null,
+  };
+}
+
+/** One row: document columns, the fraud verdict and score, then each field's value and confidence. */
+export function generalCsv(
+  data: DocumentData,
+  source: string,
+  fraud: Fraud,
+  layout?: TemplateLayout,
+  dialect = STANDARD_CSV,
+): string {
+  const fields = new Map(generalFieldsOf(data).map((f) => [f.name, f]));
+  const names = orderColumns(layout?.general, [...fields.keys()]);
+  const header = [
+    'document_id',
+    'document_name',
+    'source_file',
+    'fraud_verdict',
+    'fraud_score',
+    ...names.flatMap((n) => [n, `${n} (confidence)`]),
+  ];
+  const row = [
+    data.document_id,
+    data.document_name ?? '',
+    source,
+    fraud.verdict,
+    fraud.score,
+    ...names.flatMap((n) => [fields.get(n)?.value, fields.get(n)?.confidence]),
+  ];
+  return csv([header, row], dialect);
+}
+
+export function linesCsv(data: DocumentData, layout?: TemplateLayout, dialect = STANDARD_CSV): string {
+  const items = lineItemsOf(data);
+  const names = orderColumns(layout?.line, [...new Set(items.flatMap((i) => Object.keys(i)))]);
+  const header = ['document_id', 'line', ...names.flatMap((n) => [n, `${n} (confidence)`])];
+  const rows = items.map((item, i) => [
+    data.document_id,
+    i + 1,
+    ...names.flatMap((n) => [item[n]?.value, item[n]?.confidence]),
+  ]);
+  return csv([header, ...rows], dialect);
+}
+
+/** The base of result file names: the source file's name (made safe) and the document id. */
+export function resultBase(sourceName: string, documentId: number): string {
+  const stem = safeFileName(sourceName).replace(/\.[^.]+$/, '') || 'document';
+  return `${stem}.doc-${documentId}`;
+}
+
+/** Where a watch's results go and how they are written. */
+export interface ResultTarget {
+  output: string;
+  formats: ReadonlyArray<'json' | 'csv'>;
+  daily_csv?: boolean;
+  csv_style?: 'standard' | 'excel';
+}
+
+export interface ResultContext {
+  /** Where the file was found (in the watched folder). */
+  source: string;
+  /** Where the original went after success: the processed folder, "deleted", or the source when kept. */
+  archivedTo: string | null;
+  sha256: string | null;
+  task: TaskResult | null;
+  outcome: 'processed' | 'duplicate';
+  /** The file's name as dropped (result names derive from it). */
+  sourceName: string;
+  /** Set when the results are rewritten after a rerun. */
+  refreshedBy?: string;
+}
+
+/** The JSON result as written (what later reads of it, e.g. after a rerun, can rely on). */
+export interface ResultJson {
+  document: DocumentData;
+  task: TaskResult | null;
+  source_file: string;
+  archived_to: string | null;
+  sha256: string | null;
+  outcome: 'processed' | 'duplicate';
+  fraud_verdict: string | null;
+  fraud_score: number | null;
+  written_at: string;
+  refreshed_after_rerun?: string;
+}
+
+export const jsonResultPath = (output: string, sourceName: string, documentId: number) =>
+  inside(output, `${resultBase(sourceName, documentId)}.json`);
+
+export async function readResultJson(path: string): Promise<ResultJson | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as ResultJson;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes and appends results; one instance per process keeps the template cache and the daily files. */
+export class ResultWriter {
+  readonly layouts: TemplateLayouts;
+  private readonly daily = new DailyCsv();
+  private readonly now: () => number;
+
+  constructor(
+    client: Pick<DocexClient, 'fetchTemplate' | 'fetchField'>,
+    options: { log?: Logger; now?: () => number } = {},
+  ) {
+    this.layouts = new TemplateLayouts(client, options.log);
+    this.now = options.now ?? Date.now;
+  }
+
+  async write(target: ResultTarget, data: DocumentData, ctx: ResultContext): Promise<string[]> {
+    const layout = await this.layouts.get(data.template_id);
+    const dialect = dialectFor(target.csv_style ?? 'standard', layout);
+    const fraud = fraudOf(data, ctx.task);
+    const base = resultBase(ctx.sourceName, data.document_id);
+    const writtenAt = new Date(this.now());
+    const written: string[] = [];
+    const put = async (name: string, content: string) => {
+      const path = inside(target.output, name);
+      await writeAtomic(path, content);
+      return path;
+    };
+    if (target.formats.includes('csv')) {
+      // The CSV files and the daily row are written (and fsynced) at the same time.
+      const writes: Array<Promise<unknown>> = [
+        put(`${base}.fields.csv`, generalCsv(data, ctx.source, fraud, layout, dialect)),
+        put(`${base}.lines.csv`, linesCsv(data, layout, dialect)),
+      ];
+      if (target.daily_csv !== false) {
+        const fields = new Map(generalFieldsOf(data).map((f) => [f.name, f.value]));
+        writes.push(
+          this.daily.append(
+            inside(target.output, `daily-${localDate(writtenAt)}.csv`),
+            {
+              document_id: data.document_id,
+              source_file: ctx.source,
+              document_name: data.document_name ?? '',
+              archived_to: ctx.archivedTo,
+              outcome: ctx.refreshedBy ? `${ctx.outcome} (rerun)` : ctx.outcome,
+              written_at: writtenAt.toISOString(),
+              fraud_verdict: fraud.verdict,
+              fraud_score: fraud.score,
+            },
+            orderColumns(layout?.general, [...fields.keys()]).map((n) => [n, fields.get(n)] as const),
+            dialect,
+            { again: ctx.refreshedBy !== undefined },
+          ),
+        );
+      }
+      const settled = await Promise.allSettled(writes);
+      const failure = settled.find((r) => r.status === 'rejected');
+      if (failure) throw failure.reason;
+      written.push(...settled.slice(0, 2).map((r) => (r as PromiseFulfilledResult<string>).value));
+    }
+    // JSON last: its presence means the set is complete.
+    if (target.formats.includes('json')) {
+      const json: ResultJson = {
+        document: data,
+        task: ctx.task,
+        source_file: ctx.source,
+        archived_to: ctx.archivedTo,
+        sha256: ctx.sha256,
+        outcome: ctx.outcome,
+        fraud_verdict: fraud.verdict,
+        fraud_score: fraud.score,
+        written_at: writtenAt.toISOString(),
+        ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
+      };
+      written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
+    }
+    return written;
+  }
+
+  /** After the original moved: the JSON says where it went (idempotent; nothing if it already does). */
+  async recordArchive(
+    target: ResultTarget,
+    sourceName: string,
+    documentId: number,
+    archivedTo: string | null,
+  ) {
+    if (!target.formats.includes('json')) return;
+    const path = jsonResultPath(target.output, sourceName, documentId);
+    const json = await readResultJson(path);
+    if (!json || json.archived_to === archivedTo) return;
+    await writeAtomic(path, `${JSON.stringify({ ...json, archived_to: archivedTo }, null, 2)}\n`);
+  }
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+/** The operator's day (local time of the machine running the daemon). */
+export const localDate = (d: Date) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+
+const DAILY_COLUMNS = [
+  'document_id',
+  'source_file',
+  'document_name',
+  'archived_to',
+  'outcome',
+  'written_at',
+  'fraud_verdict',
+  'fraud_score',
+] as const;
+type DailyRecord = Record<(typeof DAILY_COLUMNS)[number], unknown>;
+
+interface DailyFile {
+  header: string[];
+  /** document_id + source_file of the rows already in the file: a crash replay does not add a row twice. */
+  keys: Set<string>;
+}
+
+/**
+ * Appends one row per document to a day's CSV: the header once (at creation, the day's first
+ * template decides the field columns; later rows fill the columns they share with it), each row
+ * in one append, a torn last line from a crash cut off before the next append, appends in this
+ * process one after another.
+ */
+export class DailyCsv {
+  private readonly files = new Map<string, DailyFile>();
+  private chain: Promise<unknown> = Promise.resolve();
+
+  append(
+    path: string,
+    record: DailyRecord,
+    fields: ReadonlyArray<readonly [string, unknown]>,
+    dialect: CsvDialect,
+    options: { again?: boolean } = {},
+  ): Promise<boolean> {
+    const next = this.chain.then(() => this.appendNow(path, record, fields, dialect, options.again ?? false));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async appendNow(
+    path: string,
+    record: DailyRecord,
+    fields: ReadonlyArray<readonly [string, unknown]>,
+    dialect: CsvDialect,
+    again: boolean,
+  ): Promise<boolean> {
+    const key = `${String(record.document_id)}\u0000${String(record.source_file)}`;
+    const file = this.files.get(path) ?? (await this.load(path, dialect));
+    const handle = await open(path, 'a+');
+    try {
+      let text = '';
+      if (file.header.length === 0) {
+        file.header = [...DAILY_COLUMNS, ...fields.map(([n]) => n)];
+        text = csv([file.header], dialect);
+      } else if (file.keys.has(key) && !again) {
+        return false;
+      }
+      const values = new Map<string, unknown>([...Object.entries(record), ...fields]);
+      text += csv([file.header.map((c) => values.get(c))], dialect, false);
+      await handle.appendFile(text);
+      await handle.sync();
+      file.keys.add(key);
+      this.files.set(path, file);
+      return true;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private async load(path: string, dialect: CsvDialect): Promise<DailyFile> {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch {
+      return { header: [], keys: new Set() };
+    }
+    const end = text.lastIndexOf('\n') + 1;
+    if (end < text.length) {
+      // A row cut short by a crash: drop it (its document is appended again whole).
+      const handle = await open(path, 'r+');
+      await handle.truncate(Buffer.byteLength(text.slice(0, end)));
+      await handle.close();
+      text = text.slice(0, end);
+    }
+    const [header = [], ...rows] = parseCsv(text.replace(/^\uFEFF/, ''), dialect.delimiter);
+    const id = header.indexOf('document_id');
+    const source = header.indexOf('source_file');
+    return { header, keys: new Set(rows.map((r) => `${r[id] ?? ''}\u0000${r[source] ?? ''}`)) };
+  }
+}
+
+/** RFC 4180 records (quoted cells with delimiters, quotes and line breaks), enough to read our own files. */
+export function parseCsv(text: string, delimiter: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  const endCell = () => {
+    row.push(cell);
+    cell = '';
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === delimiter) endCell();
+    else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      endCell();
+      rows.push(row);
+      row = [];
+    } else cell += c;
+  }
+  if (cell !== '' || row.length) {
+    endCell();
+    rows.push(row);
+  }
+  return rows;
+}

@@ -1,0 +1,178 @@
+/**
+ * The status page: server-rendered HTML; a small script swaps in a fresh <main> every few seconds
+ * and sends Retry as a JSON POST. Every text from files or the service is escaped.
+ */
+import { createHash } from 'node:crypto';
+import type { StatusSnapshot } from './read-model.ts';
+import { FILE_STATES } from '../engine/lifecycle.ts';
+
+const esc = (v: unknown) =>
+  String(v ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
+
+const when = (isoTime: string | null) =>
+  isoTime
+    ? `<time datetime="${esc(isoTime)}">${esc(isoTime.replace('T', ' ').slice(0, 19))} UTC</time>`
+    : '—';
+
+const QUEUED = ['discovered', 'stable', 'uploading', 'uploaded', 'done'] as const;
+
+function counts(files: Record<string, number>, testid: string) {
+  return FILE_STATES.map(
+    (s) => `<td data-testid="${esc(testid)}-${s}" class="${files[s] ? '' : 'zero'}">${files[s] ?? 0}</td>`,
+  ).join('');
+}
+
+export function renderMain(s: StatusSnapshot): string {
+  const queued = QUEUED.reduce((n, state) => n + (s.files[state] ?? 0), 0);
+  const health = s.health.ok
+    ? `<p class="ok" data-testid="health">Healthy</p>`
+    : `<div class="bad" data-testid="health"><strong>Needs attention</strong><ul>${s.health.reasons
+        .map((r) => `<li>${esc(r)}</li>`)
+        .join('')}</ul></div>`;
+  const service = s.service.key_refused
+    ? `<span class="bad">the API key was refused</span>`
+    : s.service.reachable
+      ? `<span class="ok">reachable</span>`
+      : `<span class="bad">unreachable since ${when(s.service.since)}: ${esc(s.service.reason)}</span>`;
+  const summary = `<section><h2>Now</h2>
+<p class="big"><span data-testid="queued">${queued}</span> in the queue ·
+<span data-testid="failed-total">${s.failed.total}</span> failed ·
+<span data-testid="archived">${s.files.archived ?? 0}</span> done</p>
+<p>Service: ${service}</p>
+<p>Last hour: <strong data-testid="hour-processed">${s.throughput.last_hour.processed}</strong> processed,
+<strong>${s.throughput.last_hour.failed}</strong> failed
+<span class="muted">(per 10 minutes, newest first: ${s.throughput.per_10_minutes
+    .map((b) => `${b.processed}${b.failed ? `/${b.failed}✗` : ''}`)
+    .join(' · ')})</span></p></section>`;
+  const watches = `<section><h2>Watched folders</h2><table><thead><tr><th>Folder</th>${FILE_STATES.map(
+    (st) => `<th>${st}</th>`,
+  ).join('')}</tr></thead><tbody>
+<tr class="total"><th>All</th>${counts(s.files, 'files')}</tr>
+${s.watches
+  .map(
+    (w, i) =>
+      `<tr><th>${esc(w.path)}${
+        w.paused
+          ? `<div class="bad" data-testid="paused-${i}">paused since ${when(w.paused.since)}: ${esc(w.paused.reason)}</div>`
+          : ''
+      }</th>${counts(w.files, `watch-${i}`)}</tr>`,
+  )
+  .join('\n')}
+</tbody></table></section>`;
+  const failed = `<section><h2>Failed files</h2>${
+    s.failed.total === 0
+      ? '<p class="muted" data-testid="no-failed">None.</p>'
+      : `<p><button type="button" data-retry="all" data-testid="retry-all">Retry all ${s.failed.total}</button>${
+          s.failed.total > s.failed.files.length
+            ? ` <span class="muted">(newest ${s.failed.files.length} shown)</span>`
+            : ''
+        }</p>
+<table data-testid="failed"><thead><tr><th>File</th><th>Reason</th><th>Attempts</th><th>When</th><th></th></tr></thead><tbody>
+${s.failed.files
+  .map(
+    (f) =>
+      `<tr data-testid="failed-row" data-id="${f.id}"><td>${esc(f.file)}</td><td>${esc(f.reason)}</td><td>${f.attempts}</td><td>${when(
+        f.at,
+      )}</td><td><button type="button" data-retry="${f.id}">Retry</button></td></tr>`,
+  )
+  .join('\n')}
+</tbody></table>`
+  }</section>`;
+  const blocked = s.blocked.length
+    ? `<section><h2>Held back by a local problem</h2><ul>${s.blocked
+        .map((b) => `<li>${esc(b.file)} (${esc(b.state)}): ${esc(b.problem)}</li>`)
+        .join('')}</ul></section>`
+    : '';
+  const reruns = `<section><h2>Last reruns</h2>${
+    s.reruns.length
+      ? `<table><thead><tr><th>Name</th><th>Status</th><th>Started</th><th>Finished</th><th>Documents</th><th>Rerun</th><th>Not rerun</th></tr></thead><tbody>${s.reruns
+          .map(
+            (r) =>
+              `<tr><td>${esc(r.name)}</td><td>${esc(r.status)}</td><td>${when(r.started_at)}</td><td>${when(
+                r.finished_at,
+              )}</td><td>${r.documents ?? '—'}</td><td>${r.rerun ?? '—'}</td><td>${r.not_rerun ?? '—'}</td></tr>`,
+          )
+          .join('')}</tbody></table>`
+      : '<p class="muted">None yet.</p>'
+  }</section>`;
+  const pulls = `<section><h2>Last pulls</h2>${
+    s.pulls.length
+      ? `<table><thead><tr><th>When</th><th>Status</th><th>Documents</th></tr></thead><tbody>${s.pulls
+          .map(
+            (p) =>
+              `<tr><td>${when(p.at)}</td><td>${esc(p.status)}${p.error ? `: ${esc(p.error)}` : ''}</td><td>${p.documents}</td></tr>`,
+          )
+          .join('')}</tbody></table>`
+      : '<p class="muted">None yet.</p>'
+  }</section>`;
+  return `${health}${summary}${watches}${failed}${blocked}${reruns}${pulls}
+<p class="muted">Updated <span data-testid="generated-at">${when(s.generated_at)}</span></p>`;
+}
+
+const STYLE = `body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:1rem 1.5rem;color:#1d2327}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #dde}td{font-variant-numeric:tabular-nums}
+.zero{color:#aab}.ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#667}.big{font-size:1.25rem}
+.total{background:#f4f6f8}button{font:inherit;padding:.2rem .8rem;cursor:pointer}#note{min-height:1.4em}`;
+
+/** The whole page; the token (when the listener has one) is in a meta tag for the script's requests. */
+export function renderPage(s: StatusSnapshot, options: { token?: string } = {}): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="docex-sync-token" content="${esc(options.token ?? '')}">
+<title>docex-sync status</title><style>${STYLE}</style></head>
+<body><h1>docex-sync</h1><p id="note" role="status" data-testid="note"></p>
+<main id="status">${renderMain(s)}</main>
+<script>${SCRIPT}</script></body></html>`;
+}
+
+/** Refresh without reload (every 3 s while the tab is visible) and Retry (one file, or all). */
+const SCRIPT = `
+const token = document.querySelector('meta[name="docex-sync-token"]').content;
+const main = document.getElementById('status');
+const note = document.getElementById('note');
+const headers = token ? { 'x-docex-sync-token': token } : {};
+let busy = false;
+async function refresh() {
+  if (busy) return;
+  busy = true;
+  try {
+    const answer = await fetch('partial', { headers, cache: 'no-store' });
+    if (answer.ok) main.innerHTML = await answer.text();
+    else note.textContent = 'Could not refresh: HTTP ' + answer.status;
+  } catch (error) {
+    note.textContent = 'The daemon cannot be reached: ' + error.message;
+  } finally {
+    busy = false;
+  }
+}
+setInterval(() => { if (!document.hidden) refresh(); }, 3000);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });
+main.addEventListener('click', async (event) => {
+  const button = event.target.closest('button[data-retry]');
+  if (!button) return;
+  button.disabled = true;
+  const which = button.dataset.retry;
+  try {
+    const answer = await fetch('api/retry', {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'x-docex-sync-request': 'retry' },
+      body: JSON.stringify(which === 'all' ? { all: true } : { ids: [Number(which)] }),
+    });
+    const result = await answer.json();
+    note.textContent = answer.ok
+      ? result.retried.length + ' file(s) back in the queue' +
+        (result.skipped.length ? '; not retried: ' + result.skipped.map((s) => s.reason).join('; ') : '')
+      : 'Retry refused: ' + result.error;
+  } catch (error) {
+    note.textContent = 'Retry failed: ' + error.message;
+  }
+  await refresh();
+});
+`;
+
+/** For the Content-Security-Policy: this script runs, no other inline script would. */
+export const SCRIPT_HASH = `'sha256-${createHash('sha256').update(SCRIPT).digest('base64')}'`;

@@ -1,0 +1,174 @@
+/**
+ * The status read model: what `docex-sync status`, the status page, /api/status and /healthz say,
+ * read from the state DB in one place so that they cannot disagree.
+ */
+import type { Config } from '../common/config.ts';
+import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
+import type { PullRecord, StateDb } from '../store/state.ts';
+
+/** What the page shows; also GET /api/status. */
+export interface StatusSnapshot {
+  generated_at: string;
+  health: Health;
+  files: Record<FileState, number>;
+  outcomes: Record<string, number>;
+  watches: Array<{
+    path: string;
+    template_id: number | null;
+    folder_id: number | null;
+    files: Record<FileState, number>;
+    paused: { reason: string; since: string } | null;
+  }>;
+  failed: {
+    total: number;
+    files: Array<{
+      id: number;
+      file: string;
+      watch: string;
+      reason: string | null;
+      attempts: number;
+      task_id: string | null;
+      at: string;
+      /** Moved to the failed folder with its .error.json (false: still being moved). */
+      moved: boolean;
+    }>;
+  };
+  blocked: Array<{ id: number; file: string; state: FileState; problem: string }>;
+  service: { reachable: boolean; since: string | null; reason: string | null; key_refused: boolean };
+  reruns: Array<{
+    name: string;
+    status: string;
+    started_at: string;
+    finished_at: string | null;
+    documents: number | null;
+    rerun: number | null;
+    not_rerun: number | null;
+  }>;
+  pulls: PullRecord[];
+  throughput: {
+    /** Files finished (archived) and failed in the last hour, and per 10 minutes, newest first. */
+    last_hour: { processed: number; failed: number };
+    per_10_minutes: Array<{ from: string; processed: number; failed: number }>;
+  };
+}
+
+export interface Health {
+  ok: boolean;
+  reasons: string[];
+}
+
+const iso = (ms: number | null | undefined) => (ms == null ? null : new Date(ms).toISOString());
+const zero = () => Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
+
+export interface StatusSource {
+  db: StateDb;
+  config: Config;
+  now?: () => number;
+  /** Set when the service refused the API key (the run stops). */
+  keyRefused?: () => boolean;
+}
+
+export function healthOf(source: StatusSource): Health {
+  const { db, config } = source;
+  const now = (source.now ?? Date.now)();
+  const reasons: string[] = [];
+  if (source.keyRefused?.()) reasons.push('the service refused the API key');
+  const down = db.serviceUnreachable();
+  const limit = config.http?.unhealthy_after_ms ?? 300_000;
+  if (down && now - down.since >= limit)
+    reasons.push(
+      `the service has been unreachable for ${Math.round((now - down.since) / 1000)} s: ${down.reason}`,
+    );
+  for (const w of db.pausedWatches()) reasons.push(`watch ${w.path} is paused: ${w.paused_reason}`);
+  return { ok: reasons.length === 0, reasons };
+}
+
+export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusSnapshot {
+  const { db, config } = source;
+  const now = (source.now ?? Date.now)();
+  const perWatch = new Map<string, Record<FileState, number>>();
+  for (const r of db.countsByWatch()) {
+    const counts = perWatch.get(r.watch) ?? zero();
+    counts[r.state] = r.n;
+    perWatch.set(r.watch, counts);
+  }
+  const paused = new Map(db.pausedWatches().map((w) => [w.path, w]));
+  const failedRows = db.lastFailed(failedLimit);
+  const hourAgo = now - 3_600_000;
+  const finished = db.finishedSince(hourAgo);
+  const buckets = Array.from({ length: 6 }, (_, i) => ({
+    from: now - (i + 1) * 600_000,
+    processed: 0,
+    failed: 0,
+  }));
+  for (const f of finished) {
+    const bucket = buckets[Math.min(5, Math.floor((now - f.updated_at) / 600_000))]!;
+    if (f.state === 'archived') bucket.processed++;
+    else bucket.failed++;
+  }
+  const down = db.serviceUnreachable();
+  const reruns = db.lastReruns(5) as Array<{
+    name: string;
+    status: string;
+    started_at: number;
+    finished_at: number | null;
+    documents: number | null;
+    rerun: number | null;
+    not_rerun: number | null;
+  }>;
+  const files = db.counts();
+  return {
+    generated_at: iso(now)!,
+    health: healthOf(source),
+    files,
+    outcomes: db.outcomes(),
+    watches: config.watch.map((w) => ({
+      path: w.path,
+      template_id: w.template_id ?? null,
+      folder_id: w.folder_id ?? null,
+      files: perWatch.get(w.path) ?? zero(),
+      paused: paused.has(w.path)
+        ? { reason: paused.get(w.path)!.paused_reason, since: iso(paused.get(w.path)!.paused_at)! }
+        : null,
+    })),
+    failed: {
+      total: files.failed,
+      files: failedRows.map((r) => ({
+        id: r.id,
+        file: r.path,
+        watch: r.watch,
+        reason: r.reason,
+        attempts: r.attempts,
+        task_id: r.task_id,
+        at: iso(r.updated_at)!,
+        moved: r.finalized === 1,
+      })),
+    },
+    blocked: db
+      .blocked(20)
+      .map((r) => ({ id: r.id, file: r.path, state: r.state, problem: r.blocked ?? '' })),
+    service: {
+      reachable: !down,
+      since: iso(down?.since),
+      reason: down?.reason ?? null,
+      key_refused: source.keyRefused?.() ?? false,
+    },
+    reruns: reruns.map((r) => ({
+      name: r.name,
+      status: r.status,
+      started_at: iso(r.started_at)!,
+      finished_at: iso(r.finished_at),
+      documents: r.documents,
+      rerun: r.rerun,
+      not_rerun: r.not_rerun,
+    })),
+    pulls: db.lastPulls(5),
+    throughput: {
+      last_hour: {
+        processed: finished.filter((f) => f.state === 'archived').length,
+        failed: finished.filter((f) => f.state === 'failed').length,
+      },
+      per_10_minutes: buckets.map((b) => ({ ...b, from: iso(b.from)! })),
+    },
+  };
+}

@@ -1,0 +1,580 @@
+/**
+ * The state DB (SQLite): one row per file (see lifecycle.ts for the states), watch pauses, a
+ * key-value table and reruns.
+ *
+ * Durability (docs/daemon.md, "The delivery guarantee"): WAL with synchronous=NORMAL. A commit is in
+ * the WAL file before the call returns, so a crash of the process (kill -9) loses nothing committed;
+ * a power loss or kernel crash can lose the last commits (never corrupt the DB), which the pipeline
+ * survives like a crash a moment earlier. Writes are batched: the first write of an event-loop turn
+ * opens a transaction that commits at the end of the turn; `flush()` commits at once, and the
+ * pipeline calls it before every side effect that must follow a durable state (an upload).
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname } from 'node:path';
+import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
+
+/** The key-value rows of the state DB: each key is spelled here and nowhere else. */
+export const KV = {
+  /** Who holds the DB's lock (pid, host, start), named when a second daemon is refused. */
+  holder: 'daemon.holder',
+  /** `{since, reason}` while the service cannot be reached. */
+  unreachable: 'service.unreachable',
+  /** The last pulls, newest first (JSON PullRecord[]). */
+  pullHistory: 'pull.history',
+  /** The pull's cursor (ms) and the fingerprints of documents seen in its overlap. */
+  pullCursor: 'pull.cursor',
+  pullSeen: 'pull.seen',
+} as const;
+export type KvKey = (typeof KV)[keyof typeof KV];
+
+/** One pull, as `status` and the page show it. */
+export interface PullRecord {
+  at: string;
+  status: 'done' | 'failed';
+  documents: number;
+  error?: string;
+}
+
+export { FILE_STATES, type FileRow, type FileState } from '../engine/lifecycle.ts';
+
+/** Each entry takes the schema from version i to i + 1; user_version holds the version. */
+const MIGRATIONS = [
+  // 1: the first schema (docex-sync 0.1 created it without a version).
+  `CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    watch TEXT NOT NULL,
+    path TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ms INTEGER NOT NULL DEFAULT 0,
+    sha256 TEXT,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    task_id TEXT,
+    document_id INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    finalized INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL DEFAULT 0,
+    poll_interval_ms INTEGER NOT NULL DEFAULT 0,
+    stable_since INTEGER NOT NULL DEFAULT 0,
+    discovered_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS files_state ON files(state, next_at);
+  CREATE INDEX IF NOT EXISTS files_path ON files(path);
+  CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
+  CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS reruns (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    dry_run INTEGER NOT NULL,
+    override INTEGER NOT NULL,
+    documents INTEGER,
+    rerun INTEGER,
+    not_rerun INTEGER,
+    errors TEXT,
+    status TEXT NOT NULL
+  );`,
+  // 2: file identity (inode), the task timeout's start, local problems, paused watches; rows at rest
+  // are never due (next_at = NEVER), so finding due work never reads them.
+  `ALTER TABLE files ADD COLUMN ino INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE files ADD COLUMN blocked TEXT;
+  ALTER TABLE files ADD COLUMN uploaded_at INTEGER;
+  UPDATE files SET uploaded_at = updated_at WHERE state = 'uploaded';
+  UPDATE files SET next_at = ${NEVER} WHERE state = 'archived' OR (state = 'failed' AND finalized = 1);
+  UPDATE files SET next_at = 0 WHERE state = 'failed' AND finalized = 0;
+  CREATE INDEX IF NOT EXISTS files_watch ON files(watch);
+  CREATE TABLE IF NOT EXISTS watches (
+    path TEXT PRIMARY KEY,
+    paused_reason TEXT NOT NULL,
+    paused_at INTEGER NOT NULL,
+    probe_at INTEGER NOT NULL
+  );`,
+  // 3: finding the next time something comes due is one index seek.
+  `CREATE INDEX IF NOT EXISTS files_next ON files(next_at);`,
+];
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export interface NewFile {
+  watch: string;
+  path: string;
+  rel: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+export type KnownFile = Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'>;
+export interface PausedWatch {
+  path: string;
+  paused_reason: string;
+  paused_at: number;
+  probe_at: number;
+}
+
+/** The DB is held by another running docex-sync. */
+export class StateLockedError extends Error {}
+
+export class StateDb {
+  readonly db: Database.Database;
+  readonly path: string;
+  private readonly statements = new Map<string, Database.Statement>();
+  private batchOpen = false;
+  /** Rows with a job running in this process: finding due work leaves them out. */
+  private readonly leased = new Set<number>();
+  /** The watches table (a handful of rows), read once and kept in step with this instance's writes. */
+  private paused: PausedWatch[] | undefined;
+  private lock: Database.Database | undefined;
+
+  constructor(path: string) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.path = path;
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('temp_store = MEMORY');
+    this.migrate();
+  }
+
+  /** Marks a row as being worked on by this process (in memory: a restart starts clean). */
+  lease(id: number) {
+    this.leased.add(id);
+  }
+  release(id: number) {
+    this.leased.delete(id);
+  }
+
+  private migrate() {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION)
+      throw new Error(
+        `${this.path}: the state DB has schema version ${version}, written by a newer docex-sync (this one knows ${SCHEMA_VERSION})`,
+      );
+    if (version === SCHEMA_VERSION) return;
+    this.db.transaction(() => {
+      for (let v = version; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
+      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    })();
+  }
+
+  /**
+   * Makes this process the only daemon on the DB: a lock held by SQLite on `<db>.lock` (the OS drops
+   * it when the process dies, so a kill -9 leaves no stale lock). A second daemon gets a message
+   * naming the DB and the holder.
+   */
+  lockExclusive(now: number) {
+    const lock = new Database(`${this.path}.lock`);
+    lock.pragma('busy_timeout = 0');
+    try {
+      lock.exec('BEGIN EXCLUSIVE');
+    } catch (error) {
+      lock.close();
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+      const holder = this.getValue(KV.holder);
+      throw new StateLockedError(
+        `the state DB ${this.path} is in use by another docex-sync${holder ? ` (${holder})` : ''}; stop it first, or give this one its own state_db`,
+      );
+    }
+    this.lock = lock;
+    this.setValue(KV.holder, `pid ${process.pid} on ${hostname()}, started ${new Date(now).toISOString()}`);
+    this.flush();
+  }
+
+  close() {
+    this.flush();
+    this.db.close();
+    if (this.lock) {
+      this.lock.exec('ROLLBACK');
+      this.lock.close();
+      this.lock = undefined;
+    }
+  }
+
+  private st(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
+  private write<T>(fn: () => T): T {
+    if (!this.batchOpen) {
+      this.db.exec('BEGIN IMMEDIATE');
+      this.batchOpen = true;
+      setImmediate(() => this.flush());
+    }
+    return fn();
+  }
+
+  /** Commits the open batch now. */
+  flush() {
+    if (!this.batchOpen) return;
+    this.batchOpen = false;
+    if (this.db.open) this.db.exec('COMMIT');
+  }
+
+  /** The row that currently owns this path (in the pipeline, or kept in place after success). */
+  current(path: string): FileRow | undefined {
+    return this.st(`SELECT * FROM files WHERE path = ? ORDER BY id DESC LIMIT 1`).get(path) as
+      FileRow | undefined;
+  }
+
+  /**
+   * Which of `paths` (a folder a scan listed) no row in the pipeline holds, as their indexes: one
+   * index seek per path and no row read into JavaScript, so a rescan of 100,000 waiting files costs
+   * milliseconds per folder. Rows at rest (next_at = NEVER) hold nothing.
+   */
+  unheld(watch: string, paths: string[]): number[] {
+    if (paths.length === 0) return [];
+    return this.st(
+      `SELECT j.key FROM json_each(?) AS j WHERE NOT EXISTS
+         (SELECT 1 FROM files AS f WHERE f.path = j.value AND +f.watch = ? AND f.next_at < ${NEVER})`,
+    )
+      .pluck()
+      .all(JSON.stringify(paths), watch) as number[];
+  }
+
+  /**
+   * The latest row of each of `paths` (a folder a scan listed) that a scan must compare with, in one
+   * read through the path index. Rows at rest (archived, or failed and moved to failed_dir:
+   * next_at = NEVER) are left out unless `withArchived`: a path whose row is archived is new work
+   * anyway when the watch moves or deletes its files. Only `on_success: keep` needs the archived
+   * rows (a kept file is new only if it changed).
+   */
+  known(watch: string, paths: string[], withArchived: boolean): Map<string, KnownFile> {
+    const map = new Map<string, KnownFile & { id: number }>();
+    if (paths.length === 0) return map;
+    const rows = this.st(
+      `SELECT id, path, state, size, mtime_ms, ino FROM files
+       WHERE path IN (SELECT value FROM json_each(?)) AND +watch = ?${withArchived ? '' : ` AND next_at < ${NEVER}`}`,
+    );
+    for (const r of rows.iterate(JSON.stringify(paths), watch) as Iterable<
+      KnownFile & { id: number; path: string }
+    >) {
+      const seen = map.get(r.path);
+      if (!seen || seen.id < r.id) map.set(r.path, r);
+    }
+    return map;
+  }
+
+  discover(file: NewFile, now: number, stableMs: number): FileRow {
+    return this.get(this.insert(file.watch, file, now, stableMs))!;
+  }
+
+  /** Many new files of a watch in one transaction (not copied, not read back: 100,000 at start-up). */
+  discoverMany(watch: string, files: Array<Omit<NewFile, 'watch'>>, now: number, stableMs: number) {
+    this.write(() => {
+      for (const f of files) this.insert(watch, f, now, stableMs);
+    });
+  }
+
+  private insert(watch: string, file: Omit<NewFile, 'watch'>, now: number, stableMs: number): number {
+    const id = this.write(
+      () =>
+        this.st(
+          `INSERT INTO files (watch, path, rel, size, mtime_ms, ino, state, stable_since, next_at, discovered_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`,
+        ).run(watch, file.path, file.rel, file.size, file.mtimeMs, file.ino, now, now + stableMs, now, now)
+          .lastInsertRowid,
+    );
+    return Number(id);
+  }
+
+  get(id: number): FileRow | undefined {
+    return this.st(`SELECT * FROM files WHERE id = ?`).get(id) as FileRow | undefined;
+  }
+
+  update(id: number, changes: Partial<Omit<FileRow, 'id'>>, now: number) {
+    const keys = Object.keys(changes).sort();
+    const sets = [...keys.map((k) => `${k} = @${k}`), 'updated_at = @updated_at'].join(', ');
+    this.write(() =>
+      this.st(`UPDATE files SET ${sets} WHERE id = @id`).run({ ...changes, updated_at: now, id }),
+    );
+  }
+
+  inState(state: FileState, limit = 1000): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE state = ? ORDER BY id LIMIT ?`).all(state, limit) as FileRow[];
+  }
+
+  /** Rows of a state in id order, after `afterId`: for walking all of them a page at a time. */
+  page(state: FileState, afterId: number, limit: number): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE state = ? AND id > ? ORDER BY id LIMIT ?`).all(
+      state,
+      afterId,
+      limit,
+    ) as FileRow[];
+  }
+
+  /**
+   * Rows of a state whose next_at has come and that no job holds, soonest first. Ids are read from
+   * the (state, next_at) index alone and only the rows taken are read whole: most due rows are held
+   * by a job while the pipeline is busy, and reading them whole on every scheduler step cost more
+   * than the rest of the step.
+   */
+  due(state: FileState, now: number, limit: number): FileRow[] {
+    if (limit <= 0) return [];
+    const ids = this.st(`SELECT id FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`)
+      .pluck()
+      .all(state, now, limit + this.leased.size) as number[];
+    return this.rowsOf(ids, limit);
+  }
+
+  /** Stable rows ready for upload and not held by a job, leaving out paused watches. */
+  dueForUpload(now: number, limit: number): FileRow[] {
+    if (limit <= 0) return [];
+    const ids = this.st(
+      `SELECT id FROM files WHERE state = 'stable' AND next_at <= ?
+       AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id LIMIT ?`,
+    )
+      .pluck()
+      .all(now, limit + this.leased.size) as number[];
+    return this.rowsOf(ids, limit);
+  }
+
+  /** The whole rows of the first `limit` ids that no job holds. */
+  private rowsOf(ids: number[], limit: number): FileRow[] {
+    const rows: FileRow[] = [];
+    for (const id of ids) {
+      if (rows.length === limit) break;
+      if (this.leased.has(id)) continue;
+      const row = this.get(id);
+      if (row) rows.push(row);
+    }
+    return rows;
+  }
+
+  /**
+   * The earliest next_at still to come, over all rows waiting for something; undefined when idle.
+   * Rows at rest have next_at = NEVER, so this is one seek in the next_at index.
+   */
+  nextDue(now: number): number | undefined {
+    const { at } = this.st(
+      `SELECT MIN(next_at) AS at FROM files WHERE next_at > ? AND next_at < ${NEVER}`,
+    ).get(now) as { at: number | null };
+    return at ?? undefined;
+  }
+
+  /** A finished upload of the same bytes: its document can be reused instead of uploading again. */
+  completedWithHash(sha256: string, exceptId: number): FileRow | undefined {
+    return this.st(
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('done', 'archived') AND document_id IS NOT NULL ORDER BY id LIMIT 1`,
+    ).get(sha256, exceptId) as FileRow | undefined;
+  }
+
+  /** Another row with the same bytes already on its way (uploading or uploaded): wait for it. */
+  inFlightWithHash(sha256: string, exceptId: number): FileRow | undefined {
+    return this.st(
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('uploading', 'uploaded') ORDER BY id LIMIT 1`,
+    ).get(sha256, exceptId) as FileRow | undefined;
+  }
+
+  isActive(path: string): boolean {
+    const row = this.current(path);
+    return row !== undefined && ACTIVE_STATES.includes(row.state);
+  }
+
+  counts(): Record<FileState, number> {
+    const out = Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
+    for (const r of this.st(`SELECT state, COUNT(*) AS n FROM files GROUP BY state`).all() as Array<{
+      state: FileState;
+      n: number;
+    }>)
+      out[r.state] = r.n;
+    return out;
+  }
+
+  outcomes(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const r of this.st(
+      `SELECT outcome, COUNT(*) AS n FROM files WHERE outcome IS NOT NULL GROUP BY outcome`,
+    ).all() as Array<{ outcome: string; n: number }>) {
+      out[r.outcome] = r.n;
+    }
+    return out;
+  }
+
+  oldestWaiting(): FileRow | undefined {
+    return this.st(
+      `SELECT * FROM files WHERE state IN ('discovered','stable','uploading','uploaded','done') ORDER BY discovered_at LIMIT 1`,
+    ).get() as FileRow | undefined;
+  }
+
+  /** The last failures and local problems (results, archive or report that could not be written). */
+  lastErrors(limit = 5): FileRow[] {
+    return this.st(
+      `SELECT * FROM files WHERE state = 'failed' OR blocked IS NOT NULL ORDER BY updated_at DESC LIMIT ?`,
+    ).all(limit) as FileRow[];
+  }
+
+  /** Rows held back by a local problem (e.g. the output folder is read-only or full). */
+  blocked(limit = 100): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE blocked IS NOT NULL ORDER BY updated_at DESC LIMIT ?`).all(
+      limit,
+    ) as FileRow[];
+  }
+
+  /** What holds work back at run level or locally, for `status` and /healthz. */
+  problems() {
+    const unreachable = this.getValue(KV.unreachable);
+    return {
+      paused_watches: this.pausedWatches().map((w) => ({
+        watch: w.path,
+        reason: w.paused_reason,
+        since: new Date(w.paused_at).toISOString(),
+      })),
+      service_unreachable: unreachable
+        ? (({ since, reason }: { since: number; reason: string }) => ({
+            since: new Date(since).toISOString(),
+            reason,
+          }))(JSON.parse(unreachable) as { since: number; reason: string })
+        : null,
+      blocked: this.blocked(20).map((r) => ({ file: r.path, state: r.state, reason: r.blocked })),
+    };
+  }
+
+  pausedWatches(): PausedWatch[] {
+    this.paused ??= this.st(`SELECT * FROM watches ORDER BY path`).all() as PausedWatch[];
+    return this.paused;
+  }
+  pauseWatch(path: string, reason: string, now: number, probeAt: number) {
+    this.paused = undefined;
+    this.write(() => {
+      this.st(
+        `INSERT INTO watches (path, paused_reason, paused_at, probe_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT(path) DO UPDATE SET paused_reason = excluded.paused_reason, probe_at = excluded.probe_at`,
+      ).run(path, reason, now, probeAt);
+    });
+  }
+  resumeWatch(path: string) {
+    this.paused = undefined;
+    this.write(() => this.st(`DELETE FROM watches WHERE path = ?`).run(path));
+  }
+  /** The oldest stable row of a paused watch: the one file sent to see whether the watch works again. */
+  probeRow(watch: string): FileRow | undefined {
+    return this.st(
+      `SELECT * FROM files WHERE state = 'stable' AND watch = ? ORDER BY next_at, id LIMIT 1`,
+    ).get(watch) as FileRow | undefined;
+  }
+
+  /** Since when, and why, the service has been unreachable (undefined: it answers). */
+  serviceUnreachable(): { since: number; reason: string } | undefined {
+    const value = this.getValue(KV.unreachable);
+    if (!value) return undefined;
+    try {
+      const parsed = JSON.parse(value) as { since: number; reason: string };
+      return { since: Number(parsed.since), reason: String(parsed.reason) };
+    } catch {
+      return { since: 0, reason: value };
+    }
+  }
+  markServiceUnreachable(since: number, reason: string) {
+    this.setValue(KV.unreachable, JSON.stringify({ since, reason }));
+  }
+  markServiceReachable() {
+    this.deleteValue(KV.unreachable);
+  }
+
+  /** Keeps the last `keep` pulls, newest first. */
+  recordPull(record: PullRecord, keep = 10) {
+    this.setValue(KV.pullHistory, JSON.stringify([record, ...this.lastPulls(keep)].slice(0, keep)));
+  }
+  lastPulls(limit = 10): PullRecord[] {
+    try {
+      const value = JSON.parse(this.getValue(KV.pullHistory) ?? '[]') as unknown;
+      return Array.isArray(value) ? (value as PullRecord[]).slice(0, limit) : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** Files per watch and state. */
+  countsByWatch(): Array<{ watch: string; state: FileState; n: number }> {
+    this.flush();
+    return this.st(`SELECT watch, state, COUNT(*) AS n FROM files GROUP BY watch, state`).all() as Array<{
+      watch: string;
+      state: FileState;
+      n: number;
+    }>;
+  }
+  /** The failed rows, newest first. */
+  lastFailed(limit: number): FileRow[] {
+    return this.st(
+      `SELECT * FROM files WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT ?`,
+    ).all(limit) as FileRow[];
+  }
+  /** Files that ended (archived or failed) since `ms`, oldest first. */
+  finishedSince(ms: number): Array<{ state: FileState; updated_at: number }> {
+    return this.st(
+      `SELECT state, updated_at FROM files WHERE state IN ('archived', 'failed') AND updated_at >= ? ORDER BY updated_at`,
+    ).all(ms) as Array<{ state: FileState; updated_at: number }>;
+  }
+  /** The rows of files whose results came from these documents (a rerun rewrites them). */
+  filesOfDocuments(documentIds: number[]): FileRow[] {
+    return this.st(
+      `SELECT * FROM files WHERE state IN ('done', 'archived') AND document_id IN (SELECT value FROM json_each(?)) ORDER BY id`,
+    ).all(JSON.stringify(documentIds)) as FileRow[];
+  }
+
+  getValue(key: KvKey): string | undefined {
+    return (this.st(`SELECT value FROM kv WHERE key = ?`).get(key) as { value: string } | undefined)?.value;
+  }
+  setValue(key: KvKey, value: string) {
+    this.write(() =>
+      this.st(
+        `INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+      ).run(key, value),
+    );
+  }
+  deleteValue(key: KvKey) {
+    this.write(() => this.st(`DELETE FROM kv WHERE key = ?`).run(key));
+  }
+
+  startRerun(name: string, dryRun: boolean, override: boolean, now: number): number | undefined {
+    this.flush();
+    return this.db.transaction(() => {
+      const running = this.st(`SELECT id FROM reruns WHERE name = ? AND status = 'running'`).get(name);
+      if (running) return undefined;
+      return Number(
+        this.st(
+          `INSERT INTO reruns (name, started_at, dry_run, override, status) VALUES (?, ?, ?, ?, 'running')`,
+        ).run(name, now, dryRun ? 1 : 0, override ? 1 : 0).lastInsertRowid,
+      );
+    })();
+  }
+  finishRerun(
+    id: number,
+    result: { documents: number; rerun: number; not_rerun: number; errors: unknown[]; status: string },
+    now: number,
+  ) {
+    this.write(() =>
+      this.st(
+        `UPDATE reruns SET finished_at = ?, documents = ?, rerun = ?, not_rerun = ?, errors = ?, status = ? WHERE id = ?`,
+      ).run(
+        now,
+        result.documents,
+        result.rerun,
+        result.not_rerun,
+        JSON.stringify(result.errors),
+        result.status,
+        id,
+      ),
+    );
+  }
+  /** Runs marked running by a process that died: they are not running any more. */
+  abandonRunningReruns(now: number) {
+    this.write(() =>
+      this.st(`UPDATE reruns SET status = 'interrupted', finished_at = ? WHERE status = 'running'`).run(now),
+    );
+  }
+  lastReruns(limit = 5) {
+    return this.st(`SELECT * FROM reruns ORDER BY id DESC LIMIT ?`).all(limit);
+  }
+}
