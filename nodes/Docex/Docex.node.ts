@@ -7,7 +7,8 @@ import {
 } from 'n8n-workflow';
 import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
 import { properties, subtitle } from './actions/properties.ts';
-import { router } from './actions/router.ts';
+import { outputsExpression } from './actions/review.ts';
+import { allOperations, router } from './actions/router.ts';
 import { listSearch } from './methods/index.ts';
 
 export class Docex implements INodeType {
@@ -29,7 +30,12 @@ export class Docex implements INodeType {
     defaults: { name: 'Document Extraction' },
     usableAsTool: true,
     inputs: [NodeConnectionTypes.Main],
-    outputs: [NodeConnectionTypes.Main],
+    // One output; two ("Done", "Needs Review") when Route for Review is on (actions/review.ts).
+    outputs: outputsExpression(
+      allOperations
+        .filter((op) => op.reviews)
+        .map((op) => ({ resource: op.resource.toLowerCase(), operation: op.value })),
+    ),
     credentials: [{ name: 'docexApi', required: true }],
     properties,
   };

@@ -7,18 +7,24 @@ import {
   type IPollFunctions,
 } from 'n8n-workflow';
 import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
-import { OPERATIONS, type ParamSpec } from '@docex/shared';
+import { OPERATIONS, type DocumentData, type ParamSpec } from '@docex/shared';
 import { paramProperty } from '../Docex/actions/common.descriptions.ts';
 import { inTimeZone, locatorValue, toNodeError } from '../Docex/actions/common.execute.ts';
 import { SIMPLIFY, simplifyDocument } from '../Docex/actions/simplify.ts';
 import { listSearch } from '../Docex/methods/index.ts';
 import { docexClient } from '../Docex/transport/index.ts';
+import { REASONS_KEY, rulesFrom } from '../Docex/actions/review.ts';
+import { EMIT_ONLY, filterProperties, filterRules, flagged, type EmitOnly } from './filter.ts';
 import { pollNewDocuments, type NewDocumentsState } from './newDocuments.ts';
 import { DEFAULT_MARGIN_MS, pollChanges, recentDocuments, type Emitted } from './poll.ts';
 
 /** The folder and template filters of fetch_documents, as the action node shows them (not required here). */
 const filter = (name: string) =>
   paramProperty(OPERATIONS.fetch_documents.params.find((p) => p.name === name) as ParamSpec, false);
+
+/** The review reasons a filter added, kept next to the simplified data. */
+const reasonsOf = (d: Emitted) =>
+  REASONS_KEY in d ? { [REASONS_KEY]: (d as IDataObject)[REASONS_KEY] } : {};
 
 const idOf = (value: unknown): number | undefined => {
   const v = locatorValue(value);
@@ -86,6 +92,7 @@ export class DocexTrigger implements INodeType {
         description: "Whether to emit only each document's ID instead of its extracted data",
       },
       { ...SIMPLIFY, displayOptions: { show: { idsOnly: [false] } } },
+      ...filterProperties,
       {
         displayName: 'Start From',
         name: 'startTime',
@@ -136,28 +143,50 @@ export class DocexTrigger implements INodeType {
       startTime: startTime ? inTimeZone(startTime, this.getTimezone()) : undefined,
     };
     const simplify = !common.idsOnly && this.getNodeParameter('simplify', true) === true;
-    const emit = (docs: Emitted[] | null) =>
-      docs && docs.length > 0
+    const rules = filterRules(this.getNodeParameter(EMIT_ONLY, 'all') as EmitOnly, () =>
+      rulesFrom((name, fallback) => this.getNodeParameter(name, fallback)),
+    );
+    // A filter needs each document's data, even when only IDs are emitted.
+    const idsOnly = common.idsOnly;
+    if (rules) common.idsOnly = false;
+    const client = await docexClient(this).catch((error: unknown) => {
+      throw toNodeError(this, error);
+    });
+    const emit = async (found: Emitted[] | null) => {
+      let docs = found ?? [];
+      if (rules && docs.length > 0) {
+        const kept = await flagged(client, docs as DocumentData[], rules);
+        docs = idsOnly ? kept.map((d) => ({ document_id: d.document_id })) : kept;
+      }
+      return docs.length > 0
         ? [
             this.helpers.returnJsonArray(
-              docs.map((d) => (simplify ? simplifyDocument(d) : d)) as IDataObject[],
+              docs.map((d) => (simplify ? { ...simplifyDocument(d), ...reasonsOf(d) } : d)) as IDataObject[],
             ),
           ]
         : null;
+    };
     try {
-      const client = await docexClient(this);
       if (this.getMode() === 'manual') {
-        return emit(await recentDocuments(client, { ...common, limit: Number(options.limit ?? 50) }));
+        return await emit(await recentDocuments(client, { ...common, limit: Number(options.limit ?? 50) }));
       }
       const state = this.getWorkflowStaticData('node') as NewDocumentsState;
       const marginMs = Math.max(0, Number(options.marginSeconds ?? DEFAULT_MARGIN_MS / 1000)) * 1000;
       const pollOptions = { ...common, marginMs, now };
       const newOnly = this.getNodeParameter('event', 'newDocument') === 'newDocument';
-      return emit(
-        newOnly
-          ? await pollNewDocuments(client, state, pollOptions)
-          : await pollChanges(client, state, pollOptions),
-      );
+      // The poll moves the state on; a filter that fails afterwards (reading a verdict) must not
+      // lose the documents of this poll, so the state goes back and the next poll sees them again.
+      const before = JSON.stringify(state);
+      const found = newOnly
+        ? await pollNewDocuments(client, state, pollOptions)
+        : await pollChanges(client, state, pollOptions);
+      try {
+        return await emit(found);
+      } catch (error) {
+        for (const key of Object.keys(state)) delete (state as IDataObject)[key];
+        Object.assign(state, JSON.parse(before) as NewDocumentsState);
+        throw toNodeError(this, error);
+      }
     } catch (error) {
       throw toNodeError(this, error);
     }

@@ -155,6 +155,14 @@ export async function runDocex(
   parameters: INodeParameters,
   options: RunOptions,
 ): Promise<INodeExecutionData[]> {
+  return (await runDocexOutputs(parameters, options))[0]!;
+}
+
+/** Like runDocex, with every output (Route for Review gives two). */
+export async function runDocexOutputs(
+  parameters: INodeParameters,
+  options: RunOptions,
+): Promise<INodeExecutionData[][]> {
   prepareContainer();
   const node = makeNode(
     'docex',
@@ -176,8 +184,7 @@ export async function runDocex(
     { node, data: { main: [items] }, source: { main: [{ previousNode: 'Start' }] } },
     [],
   );
-  const output = await new Docex().execute.call(ctx);
-  return output[0]!;
+  return await new Docex().execute.call(ctx);
 }
 
 /** The binary data of an output item, read back through n8n-core. */

@@ -261,7 +261,9 @@ describe('Task', () => {
   });
 
   it('Extract: FAILED and DUPLICATE fail the item with a clear message', async () => {
-    const failing = await binaryItem({ data: { data: '', fileName: 'empty.txt' } });
+    const failing = await binaryItem({
+      data: { data: Buffer.from([0, 1, 2, 3]), fileName: 'bad.bin', mimeType: 'application/octet-stream' },
+    });
     await expect(
       run(
         'document',
@@ -269,7 +271,7 @@ describe('Task', () => {
         { templateId: byId(templateId), options: { pollInterval: 0.05 } },
         { items: [failing] },
       ),
-    ).rejects.toThrow(/did not succeed for 1 of 1 file\(s\): empty\.txt: FAILED \(Empty file\)/);
+    ).rejects.toThrow(/did not succeed for 1 of 1 file\(s\): bad\.bin: FAILED/);
     const duplicate = await binaryItem({ data: { data: invoice('A-1', '10,50'), fileName: 'a-again.txt' } });
     await expect(
       run(

@@ -309,3 +309,71 @@ describe('Document Extraction Trigger: New Document', () => {
     expect(emitted(await t.poll())).toEqual([doc]);
   });
 });
+
+describe('Emit Only (filters by the shared review rules)', () => {
+  /** One document with this text; returns its id and the fraud verdict its task carries. */
+  async function uploadText(templateId: number, text: string) {
+    const { tasks } = await client.uploadAndWait(
+      { files: [{ data: new TextEncoder().encode(text), fileName: `f${++n}.txt` }], template_id: templateId },
+      { intervalMs: 5 },
+    );
+    return { id: tasks[0]!.document_id!, verdict: tasks[0]!.Fraud_verdict };
+  }
+
+  it('Fraud Verdict Not Clean emits only documents whose verdict is not clean, with the verdict', async () => {
+    const templateId = await newTemplate();
+    const t = pollingTrigger(
+      { event: 'newDocument', templateId: byId(templateId), emitOnly: 'fraudNotClean' },
+      credentials,
+    );
+    expect(await t.poll()).toBeNull();
+    at(10_000);
+    const docs = [
+      await uploadText(templateId, `Invoice number: F-${++n}\n`),
+      await uploadText(templateId, `Invoice number: F-${++n}\nfraud: high\n`),
+      await uploadText(templateId, `Invoice number: F-${++n}\n`),
+    ];
+    expect(docs[1]!.verdict).toBe('HIGH_RISK');
+    at(60_000);
+    const out = await t.poll();
+    // The emulator's verdict of a plain document depends on its hash: expect what its tasks said.
+    expect(emitted(out)).toEqual(docs.filter((d) => d.verdict !== 'LOW_RISK').map((d) => d.id));
+    const risky = out![0]!.find((i) => i.json.document_id === docs[1]!.id)!.json;
+    expect(risky).toMatchObject({
+      fraud: { verdict: 'HIGH_RISK' },
+      review_reasons: [{ rule: 'fraud', message: 'fraud verdict is "HIGH_RISK", not a clean one' }],
+    });
+  });
+
+  it('Needs Review emits only documents breaking a rule (IDs only works too); a failed verdict read loses nothing', async () => {
+    const templateId = await newTemplate();
+    const t = pollingTrigger(
+      {
+        event: 'newOrChangedDocument',
+        templateId: byId(templateId),
+        emitOnly: 'needsReview',
+        reviewMinConfidence: 0.5,
+        reviewRequiredFields: 'Invoice number',
+        reviewFraud: true,
+        idsOnly: true,
+      },
+      credentials,
+    );
+    expect(await t.poll()).toBeNull();
+    at(10_000);
+    const missing = await uploadText(templateId, 'Nothing to read here\n');
+    const risky = await uploadText(templateId, `Invoice number: N-${++n}\nfraud: high\n`);
+    const fine = await uploadText(templateId, `Invoice number: N-${++n}\n`);
+    at(60_000);
+    emu.faults.set({ errorRate: 1, statuses: [500], operations: ['fetch_tasks_results'] });
+    const before = JSON.parse(JSON.stringify(t.state())) as IDataObject;
+    await expect(t.poll()).rejects.toThrow(/fetch_tasks_results: HTTP 500/);
+    expect(JSON.parse(JSON.stringify(t.state()))).toEqual(before);
+    emu.faults.clear();
+    at(120_000);
+    const out = await t.poll();
+    const expected = [missing, risky, ...(fine.verdict === 'LOW_RISK' ? [] : [fine])].map((d) => d.id);
+    expect(emitted(out)).toEqual(expected.sort((a, b) => a - b));
+    expect(out![0]![0]!.json).toEqual({ document_id: missing.id });
+  });
+});

@@ -19,7 +19,10 @@
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 import type { OperationSpec, ParamSpec, Resource } from '@docex/shared';
 import { parameterName } from './naming.ts';
+import { keepInputOptions } from './keepInput.ts';
 import type { NodeOperation } from './node.type.ts';
+import { reviewProperties } from './review.ts';
+import { SOURCE, sourceOptions, sourceProperties } from './sources.ts';
 
 export const resourceValue = (resource: Resource) => resource.toLowerCase();
 
@@ -191,6 +194,15 @@ export function operationProperties(op: NodeOperation): INodeProperties[] {
         ...paramProperty(param, true),
         displayOptions: show(op, { [LOOK_UP_BY]: [parameterName(param.name)] }),
       });
+    } else if (isFile(param) && op.sources) {
+      // Input Source first; the binary field only for the Binary File source.
+      props.push(
+        ...sourceProperties.map((p) => ({
+          ...p,
+          displayOptions: show(op, (p.displayOptions?.show ?? {}) as Record<string, string[]>),
+        })),
+      );
+      props.push({ ...paramProperty(param, true), displayOptions: show(op, { [SOURCE]: ['binary'] }) });
     } else {
       props.push({
         ...paramProperty(param, isRequired(op, param) || isFile(param)),
@@ -199,6 +211,14 @@ export function operationProperties(op: NodeOperation): INodeProperties[] {
     }
   }
   props.push(...(op.extraProperties ?? []).map((p) => ({ ...p, displayOptions: show(op) })));
+  if (op.reviews) {
+    props.push(
+      ...reviewProperties.map((p) => ({
+        ...p,
+        displayOptions: show(op, (p.displayOptions?.show ?? {}) as Record<string, string[]>),
+      })),
+    );
+  }
   const optional = api.params.filter((p) => !isTopLevel(op, p));
   if (optional.length > 0) {
     const collection = collectionOf(api);
@@ -217,7 +237,12 @@ export function operationProperties(op: NodeOperation): INodeProperties[] {
     placeholder: 'Add Option',
     default: {},
     displayOptions: show(op),
-    options: [CONCURRENCY, ...(op.options ?? [])].sort(byDisplayName),
+    options: [
+      CONCURRENCY,
+      ...(op.options ?? []),
+      ...(op.sources ? sourceOptions : []),
+      ...(op.keepsInput ? keepInputOptions : []),
+    ].sort(byDisplayName),
   });
   return props;
 }

@@ -24,6 +24,7 @@ import {
 import { BINARY_PROPERTY, collectionOf, isTopLevel, LOOK_UP_BY } from './common.descriptions.ts';
 import { parameterName } from './naming.ts';
 import type { ApiInput, NodeOperation } from './node.type.ts';
+import { fileFromBase64, fileFromUrl, SOURCE, type Source } from './sources.ts';
 
 /** A list parameter: an array (from an expression) or comma/space/semicolon-separated text. */
 export function splitList(value: unknown): string[] {
@@ -81,8 +82,28 @@ export async function filesOf(ctx: IExecuteFunctions, i: number, names: unknown)
     });
   const files: FileInput[] = [];
   for (const field of fields) {
+    if (!item.binary?.[field]) {
+      const present = Object.keys(item.binary ?? {});
+      throw new NodeOperationError(ctx.getNode(), `Item ${i} has no binary field "${field}"`, {
+        itemIndex: i,
+        description:
+          present.length > 0
+            ? `Its binary fields are: ${present.join(', ')}. Set "Input Binary Field" to one of them.`
+            : 'The item carries no file at all. Read or download the file first (Read/Write Files from Disk, HTTP Request), or choose the URL or Base64 Text input source.',
+      });
+    }
     const meta: IBinaryData = ctx.helpers.assertBinaryData(i, field);
     const data = await ctx.helpers.getBinaryDataBuffer(i, field);
+    if (data.length === 0) {
+      throw new NodeOperationError(
+        ctx.getNode(),
+        `The file in binary field "${field}" of item ${i} is empty (0 bytes)`,
+        {
+          itemIndex: i,
+          description: `${meta.fileName ?? 'The file'} has no content; the service cannot extract from it.`,
+        },
+      );
+    }
     const ext = meta.fileExtension ? `.${meta.fileExtension}` : '';
     files.push({
       data,
@@ -119,7 +140,7 @@ function convert(ctx: IExecuteFunctions, param: ParamSpec, raw: unknown, inColle
 export async function readInput(
   ctx: IExecuteFunctions,
   i: number,
-  op: Pick<NodeOperation, 'api' | 'required'>,
+  op: Pick<NodeOperation, 'api' | 'required' | 'sources'>,
 ): Promise<ApiInput> {
   const { api } = op;
   const input: ApiInput = {};
@@ -130,7 +151,13 @@ export async function readInput(
   const chosen = api.exactlyOneOf ? (ctx.getNodeParameter(LOOK_UP_BY, i) as string) : undefined;
   for (const param of api.params) {
     if (param.kind === 'file' || param.kind === 'file[]') {
-      const files = await filesOf(ctx, i, ctx.getNodeParameter(BINARY_PROPERTY, i));
+      const source = op.sources ? (ctx.getNodeParameter(SOURCE, i, 'binary') as Source) : 'binary';
+      const files =
+        source === 'url'
+          ? [await fileFromUrl(ctx, i, ctx.getNodeParameter('fileUrl', i))]
+          : source === 'base64'
+            ? [fileFromBase64(ctx, i, ctx.getNodeParameter('encodedField', i))]
+            : await filesOf(ctx, i, ctx.getNodeParameter(BINARY_PROPERTY, i));
       input[param.name] = param.kind === 'file' ? files[0] : files;
       continue;
     }

@@ -30,6 +30,12 @@ export interface NodeOperation {
   readonly extraProperties?: readonly INodeProperties[];
   /** Entries of this operation's "Options" collection, next to "Items in Parallel". */
   readonly options?: readonly INodeProperties[];
+  /** The file can also come from a URL or base64 text (sources.ts), not only a binary field. */
+  readonly sources?: boolean;
+  /** Options to keep the input item's fields and binary on the output items (keepInput). */
+  readonly keepsInput?: boolean;
+  /** Can send items that need review to a second output (review.ts). */
+  readonly reviews?: boolean;
   /** Replaces the plain `client.call(api.name, input)`. */
   readonly run?: Runner;
 }

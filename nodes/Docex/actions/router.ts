@@ -19,8 +19,10 @@ import * as document from './document/Document.resource.ts';
 import * as field from './field/Field.resource.ts';
 import * as folder from './folder/Folder.resource.ts';
 import * as instruction from './instruction/Instruction.resource.ts';
+import { keepInput } from './keepInput.ts';
 import type { ApiInput, NodeOperation } from './node.type.ts';
 import { mapLimit } from './pool.ts';
+import { isMarkedForReview, routing } from './review.ts';
 import * as task from './task/Task.resource.ts';
 import * as template from './template/Template.resource.ts';
 
@@ -62,12 +64,16 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
   const results = await mapLimit(items, concurrency, async (_item, i) => {
     try {
       const input = await readInput(this, i, op);
-      return await (op.run ? op.run(this, client, i, input) : callApi(op, client, i, input));
+      const out = await (op.run ? op.run(this, client, i, input) : callApi(op, client, i, input));
+      return op.keepsInput ? keepInput(this, i, out) : out;
     } catch (error) {
       const nodeError = toNodeError(this, error, i);
       if (this.continueOnFail()) return [errorItem(nodeError, i)];
       throw nodeError;
     }
   });
-  return [results.flat()];
+  const all = results.flat();
+  if (!(op.reviews && routing(this))) return [all];
+  // Two outputs, as declared by the node's outputs expression (review.ts): Done, Needs Review.
+  return [all.filter((item) => !isMarkedForReview(item)), all.filter(isMarkedForReview)];
 }

@@ -13,7 +13,7 @@ export interface NamedFieldValue extends FieldValue {
 }
 
 const VALUE_KEYS = ['value', 'val', 'text', 'content', 'extracted_value'] as const;
-const CONFIDENCE_KEYS = ['confidence', 'confidence_score', 'score', 'conf', 'probability'] as const;
+export const CONFIDENCE_KEYS = ['confidence', 'confidence_score', 'score', 'conf', 'probability'] as const;
 
 function toConfidence(v: unknown): number | null {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;

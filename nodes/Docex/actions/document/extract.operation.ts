@@ -9,18 +9,15 @@
  *   fails the item with the file name, status and the service's message, unless Continue On Fail is
  *   on (then it is an item with `status` and `error`) or duplicates are accepted (then the item
  *   describes the existing document, with `status: "DUPLICATE"`).
+ * - The file comes from a binary field, a URL or base64 text (sources.ts); Route for Review sends
+ *   the items that break a review rule to the second output (review.ts).
  */
 import { NodeOperationError, type IDataObject, type INodeProperties } from 'n8n-workflow';
-import {
-  fileNameOf,
-  type DocexClient,
-  type FileInput,
-  type InputOf,
-  type WaitResult,
-} from '@docex/shared';
+import { fileNameOf, type DocexClient, type FileInput, type InputOf, type WaitResult } from '@docex/shared';
 import { jsonItem } from '../common.execute.ts';
 import type { Runner } from '../node.type.ts';
-import { hasFields, SIMPLIFY, simplifyDocument } from '../simplify.ts';
+import { itemRules, markForReview, reasonsFor, routing } from '../review.ts';
+import { hasFields, INCLUDE_CONFIDENCE, SIMPLIFY, simplifyDocument } from '../simplify.ts';
 
 export const properties: INodeProperties[] = [SIMPLIFY];
 
@@ -47,21 +44,20 @@ export const options: INodeProperties[] = [
     type: 'number',
     typeOptions: { minValue: 1 },
     default: 600,
-    description: 'How long to wait for all files of the item to be extracted before failing',
+    description:
+      'How long to wait for all files of the item to be extracted before failing. The wait holds the execution (and in queue mode a worker); for long extractions use Task > Upload without waiting and the Document Extraction Trigger instead (docs: "Long extractions").',
   },
+  INCLUDE_CONFIDENCE,
 ];
 
 const describe = (t: WaitResult, fileName: string | undefined) =>
   `${t.document_name ?? fileName ?? t.task_id ?? 'file'}: ${t.status}${t.status_message ? ` (${t.status_message})` : ''}`;
 
-/** The simplified data of a finished file; the fields are read from the document when the task has none. */
-async function simplified(client: DocexClient, task: WaitResult): Promise<IDataObject> {
-  const data =
-    hasFields(task) || typeof task.document_id !== 'number'
-      ? task
-      : { ...task, ...(await client.fetchDocumentData({ document_id: task.document_id })) };
-  const out = simplifyDocument(data);
-  return task.status === 'DONE' ? out : { ...out, status: task.status };
+/** A finished file's task result with its fields, read from the document when the task has none. */
+async function withFields(client: DocexClient, task: WaitResult) {
+  return hasFields(task) || typeof task.document_id !== 'number'
+    ? task
+    : { ...task, ...(await client.fetchDocumentData({ document_id: task.document_id })) };
 }
 
 export const run: Runner = async (ctx, client, i, input) => {
@@ -70,6 +66,8 @@ export const run: Runner = async (ctx, client, i, input) => {
   const timeoutMs = Math.round(Number(opts.waitTimeout ?? 600) * 1000);
   const intervalMs = Math.round(Number(opts.pollInterval ?? 2) * 1000);
   const acceptDuplicates = opts.acceptDuplicates === true;
+  const includeConfidence = opts.includeConfidence === true;
+  const rules = routing(ctx) ? itemRules(ctx, i) : undefined;
   const { tasks } = await client.uploadAndWait(input as InputOf<'upload_file'>, { timeoutMs, intervalMs });
   // One task per file, in the order sent: a failed task has no document name, the file has.
   const files = input.files as FileInput[];
@@ -107,7 +105,14 @@ export const run: Runner = async (ctx, client, i, input) => {
         : { ...result, error };
       items.push(jsonItem(i, json));
     } else {
-      items.push(jsonItem(i, simplify ? await simplified(client, task) : result));
+      const data = simplify || rules ? await withFields(client, task) : task;
+      let json = result as IDataObject;
+      if (simplify) {
+        json = simplifyDocument(data, { includeConfidence });
+        if (task.status !== 'DONE') json.status = task.status;
+      }
+      const item = jsonItem(i, json);
+      items.push(rules ? markForReview(item, reasonsFor(data, rules)) : item);
     }
   }
   return items;
