@@ -1,7 +1,9 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
@@ -127,3 +129,46 @@ export async function until<T>(
 
 export const invoice = (n: string, total = '10,00') =>
   `Invoice number: ${n}\nTotal: ${total}\nWidget | 4,00\nGadget | 6,00\n`;
+
+const cli = join(import.meta.dirname, '../../daemon/src/commands/docex-sync.ts');
+const children: ChildProcess[] = [];
+/** Kills every docex-sync process a test started with runCli and left running (call in afterEach). */
+export function stopCliChildren() {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+}
+
+/** `terminal`: stdin, stdout and stderr on a pseudo-terminal (util-linux `script`), as an operator's shell. */
+export function runCli(args: string[], env: Record<string, string> = {}, { terminal = false } = {}) {
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, cli, ...args];
+  const [file, ...argv] = terminal ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null'] : command;
+  const child = spawn(file!, argv, {
+    detached: terminal, // its own process group: the test stops `script` and the daemon together
+    env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  let stdout = '';
+  child.stdout!.on('data', (d) => ((output += d), (stdout += d)));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+  return { child, exited, output: () => output, stdout: () => stdout };
+}
+
+/** The state of the newest row whose path ends with `name`, read from the DB file (as another process). */
+export const stateOf = (world: World, name: string) => {
+  try {
+    const db = new Database(join(world.dir, 'state', 'sync.db'), { readonly: true, fileMustExist: true });
+    try {
+      return (
+        db.prepare('SELECT state FROM files WHERE path LIKE ? ORDER BY id DESC').get(`%${name}`) as
+          { state: string } | undefined
+      )?.state;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return undefined;
+  }
+};

@@ -6,7 +6,7 @@ import { copyFile, rename, rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
 import type { Config } from '../common/config.ts';
 import { freeTarget } from '../common/files.ts';
-import { decide } from '../engine/lifecycle.ts';
+import { decide, NEVER } from '../engine/lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
 
 export interface RetryDeps {
@@ -68,9 +68,12 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       continue;
     }
     // The row points at the file's place in the watched folder before it moves, so the watcher
-    // seeing it arrive finds an active row and does not count it twice.
+    // seeing it arrive finds an active row and does not count it twice. It is not due until the
+    // file is there: a running daemon sees this commit at once (wakeup.ts) and would otherwise
+    // look for the file before it arrives. (Cut short here, the next start makes it due.)
     const back = await freeTarget(watch.path, row.rel);
-    db.update(row.id, { ...changes, path: back, rel: relative(watch.path, back), finalized: 0 }, now());
+    const moved = { path: back, rel: relative(watch.path, back), finalized: 0 };
+    db.update(row.id, { ...changes, ...moved, next_at: NEVER }, now());
     db.flush();
     try {
       await rename(row.path, back).catch(async (error: NodeJS.ErrnoException) => {
@@ -84,6 +87,8 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       outcome.skipped.push({ id: row.id, reason: `could not move it back: ${(error as Error).message}` });
       continue;
     }
+    db.update(row.id, { next_at: changes!.next_at }, now());
+    db.flush();
     await rm(`${row.path}.error.json`, { force: true });
     outcome.retried.push(row.id);
   }

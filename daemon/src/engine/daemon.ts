@@ -16,6 +16,7 @@ import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
+import { wakeOnOtherWriters } from './wakeup.ts';
 import { FolderWatcher } from './watcher.ts';
 
 export interface RunningDaemon {
@@ -64,6 +65,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     (w) => new FolderWatcher(w, pipeline, log, () => scanBar.update(++scanned)),
   );
   pipeline.start();
+  const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
 
   const tasks: ScheduledTask[] = [];
@@ -118,6 +120,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
       await pipeline.stop();
+      otherWriters.close();
       summaries.stop();
       if (http) await closeServer(http);
       await notify?.close();

@@ -174,6 +174,10 @@ function backoff(policy: Policy, attempt: number, error?: unknown): number {
   );
 }
 
+/** The reason an empty file fails with (no request is sent for it). */
+export const EMPTY_FILE =
+  'the file is empty (0 bytes); nothing was sent to the service. Put the complete file in its place (in the failed folder) and run docex-sync retry, or drop it into the watched folder again';
+
 const none: Effect = { kind: 'none' };
 const keep = (effect: Effect = none): Decision => ({ changes: undefined, effect });
 const to = (changes: Changes, effect: Effect = none): Decision => ({ changes, effect });
@@ -203,8 +207,11 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
       if (state !== 'discovered' && state !== 'stable') return keep();
       if (obs.size !== row.size || obs.mtimeMs !== row.mtime_ms)
         return unsettled(obs.size, obs.mtimeMs, now, policy);
+      const settled = state === 'stable' || now - row.stable_since >= policy.stable_ms;
+      // Seen here, not by the service: an empty file would cost a request to be refused.
+      if (settled && obs.size === 0) return fail(EMPTY_FILE);
       if (state === 'stable') return keep({ kind: 'upload' });
-      if (now - row.stable_since >= policy.stable_ms) return keep({ kind: 'hash' });
+      if (settled) return keep({ kind: 'hash' });
       return to({ next_at: row.stable_since + policy.stable_ms });
     }
     case 'hashed':
@@ -301,8 +308,9 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
         task_id: null,
         document_id: null,
         uploaded_at: null,
-        stable_since: now,
-        next_at: now + policy.stable_ms,
+        // Settled already, unless it changed since it failed (size or mtime): no second wait.
+        stable_since: now - policy.stable_ms,
+        next_at: now,
       });
   }
 }

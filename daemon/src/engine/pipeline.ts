@@ -277,6 +277,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     return fresh.length;
   }
 
+  /** The scheduler reads due rows after every rescan: the fallback when wakeup.ts cannot watch the DB. */
+  rescanned() {
+    this.wake();
+  }
+
   start() {
     this.started = true;
     this.wake();

@@ -30,6 +30,8 @@ export interface CandidateSink {
     listed: Listed[],
     look: (listed: Listed[]) => Promise<Candidate[]>,
   ): Promise<number>;
+  /** A rescan ended: due rows another process changed are looked for then too (wakeup.ts). */
+  rescanned?(): void;
 }
 
 /** A folder whose watcher failed is walked (and watched) again after this long. */
@@ -119,6 +121,7 @@ export class FolderWatcher {
     };
     const { files, fresh } = await this.walkInto(this.watch.path, entering);
     if (this.stopped) return;
+    this.sink.rescanned?.();
     for (const dir of [...this.folders.keys()]) {
       if (walked.has(dir)) continue;
       const info = await lstat(dir).catch(() => undefined);

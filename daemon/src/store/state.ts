@@ -129,6 +129,7 @@ export class StateDb {
   /** The watches table (a handful of rows), read once and kept in step with this instance's writes. */
   private paused: PausedWatch[] | undefined;
   private lock: Database.Database | undefined;
+  private dataVersion: number | undefined;
 
   constructor(path: string) {
     mkdirSync(dirname(path), { recursive: true });
@@ -212,6 +213,17 @@ export class StateDb {
       setImmediate(() => this.flush());
     }
     return fn();
+  }
+
+  /**
+   * Whether another connection (another process: `docex-sync retry`, `rerun`, `pull`) committed
+   * since the last call. SQLite's data_version: one read of a counter in shared memory, no table read.
+   */
+  changedElsewhere(): boolean {
+    const version = this.db.pragma('data_version', { simple: true }) as number;
+    const changed = this.dataVersion !== undefined && version !== this.dataVersion;
+    this.dataVersion = version;
+    return changed;
   }
 
   /** Commits the open batch now. */

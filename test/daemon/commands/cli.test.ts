@@ -159,8 +159,10 @@ describe('status and retry', () => {
     await writeFile(join(world.dir, 'inbox', 'empty-b.txt'), '');
     const daemon = runCli(['run', '--config', world.configFile]);
     await until(
-      'moved to failed',
-      async () => (await readdir(join(world!.dir, 'failed')).catch((): string[] => [])).length === 4,
+      'moved to failed and processed',
+      async () =>
+        (await readdir(join(world!.dir, 'failed')).catch((): string[] => [])).length === 4 &&
+        (await readdir(join(world!.dir, 'processed')).catch((): string[] => [])).includes('ok.txt'),
       30_000,
     );
     daemon.child.kill('SIGTERM');
@@ -185,14 +187,16 @@ describe('status and retry', () => {
     expect(after.state_db.exists).toBe(true);
     expect(after.files).toMatchObject({ archived: 1, failed: 2 });
     expect(after.failed.files.map((f: { reason: string }) => f.reason)).toEqual([
-      expect.stringContaining('Empty file'),
-      expect.stringContaining('Empty file'),
+      expect.stringContaining('the file is empty (0 bytes)'),
+      expect.stringContaining('the file is empty (0 bytes)'),
     ]);
     expect(after.failed.files[0].at).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(typeof after.failed.files[0].moved).toBe('boolean');
 
     const text = await finished(['status', '--config', world.configFile]);
-    expect(text.stdout).toMatch(/Needs attention:\n {2}failed .*empty-[ab]\.txt: .*Empty file/);
+    expect(text.stdout).toMatch(
+      /Needs attention:\n {2}failed .*empty-[ab]\.txt: the file is empty \(0 bytes\)/,
+    );
 
     const usage = await finished(['retry', '--config', world.configFile]);
     expect(usage.code).toBe(2);

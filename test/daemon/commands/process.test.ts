@@ -1,10 +1,8 @@
 /** The daemon as a real process (crash, restart, graceful stop), the CLI, pulls, reruns and config errors. */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { z } from 'zod/v4';
@@ -13,51 +11,22 @@ import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { pullOnce } from '../../../daemon/src/outputs/pull.ts';
 import { runRerun } from '../../../daemon/src/outputs/reruns.ts';
 import { KV, StateDb } from '../../../daemon/src/store/state.ts';
-import { makeWorld, SECRET, until, invoice, type World } from '../helpers.ts';
-
-const cli = join(import.meta.dirname, '../../../daemon/src/commands/docex-sync.ts');
+import {
+  makeWorld,
+  SECRET,
+  until,
+  invoice,
+  type World,
+  runCli,
+  stateOf,
+  stopCliChildren,
+} from '../helpers.ts';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 let world: World;
-const children: ChildProcess[] = [];
 afterEach(async () => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  stopCliChildren();
   await world?.cleanup();
 });
-
-/** `terminal`: stdin, stdout and stderr on a pseudo-terminal (util-linux `script`), as an operator's shell. */
-function runCli(args: string[], env: Record<string, string> = {}, { terminal = false } = {}) {
-  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
-  const command = [process.execPath, cli, ...args];
-  const [file, ...argv] = terminal ? ['script', '-qfec', command.map(quote).join(' '), '/dev/null'] : command;
-  const child = spawn(file!, argv, {
-    detached: terminal, // its own process group: the test stops `script` and the daemon together
-    env: { ...process.env, DOCEX_API_KEY: SECRET, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  let stdout = '';
-  child.stdout!.on('data', (d) => ((output += d), (stdout += d)));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
-  return { child, exited, output: () => output, stdout: () => stdout };
-}
-
-const stateOf = (world: World, name: string) => {
-  try {
-    const db = new Database(join(world.dir, 'state', 'sync.db'), { readonly: true, fileMustExist: true });
-    try {
-      return (
-        db.prepare('SELECT state FROM files WHERE path LIKE ? ORDER BY id DESC').get(`%${name}`) as
-          { state: string } | undefined
-      )?.state;
-    } finally {
-      db.close();
-    }
-  } catch {
-    return undefined;
-  }
-};
 
 describe('docex-sync as a process', () => {
   it('killed with SIGKILL while a task is in flight, it resumes polling after a restart and never uploads again', async () => {
@@ -142,7 +111,7 @@ describe('docex-sync as a process', () => {
     expect(await status.exited).toBe(0);
     const report = JSON.parse(status.output());
     expect(report.files).toMatchObject({ archived: 1, failed: 1 });
-    expect(report.failed.files[0].reason).toContain('Empty file');
+    expect(report.failed.files[0].reason).toContain('the file is empty (0 bytes)');
 
     const check = runCli(['check', '--config', world.configFile]);
     expect(await check.exited).toBe(0);

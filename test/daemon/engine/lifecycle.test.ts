@@ -21,6 +21,7 @@ import {
   classify,
   decide,
   FILE_STATES,
+  EMPTY_FILE,
   NEVER,
   TRANSITIONS,
   type FileRow,
@@ -179,6 +180,26 @@ describe('lifecycle: waiting for a file to settle', () => {
     );
     const starting = decide(row('stable'), { kind: 'upload-starting' }, T0, policy);
     expect(starting).toEqual({ changes: { state: 'uploading', attempts: 1 }, effect: { kind: 'upload' } });
+  });
+
+  it('an empty file fails once settled, with its report and no upload; one still growing from 0 waits', () => {
+    const empty = row('discovered', { size: 0, mtime_ms: 5000 });
+    const early = decide(empty, { kind: 'file-seen', size: 0, mtimeMs: 5000 }, T0 + 1999, policy);
+    expect(early.changes?.state).toBeUndefined();
+    const settled = decide(empty, { kind: 'file-seen', size: 0, mtimeMs: 5000 }, T0 + 2000, policy);
+    expect(settled.changes).toMatchObject({ state: 'failed', outcome: 'failed', reason: EMPTY_FILE });
+    expect(settled.effect).toEqual({ kind: 'report-failure' });
+    const grew = decide(empty, { kind: 'file-seen', size: 10, mtimeMs: 6000 }, T0 + 2000, policy);
+    expect(grew.changes).toMatchObject({ state: 'discovered', size: 10 });
+    // Emptied after it was hashed: refused before the upload, not sent.
+    const emptied = decide(
+      row('stable', { size: 0 }),
+      { kind: 'file-seen', size: 0, mtimeMs: 5000 },
+      T0,
+      policy,
+    );
+    expect(emptied.changes).toMatchObject({ state: 'failed', reason: EMPTY_FILE });
+    expect(EMPTY_FILE).toMatch(/^the file is empty \(0 bytes\); nothing was sent/);
   });
 
   it('a file removed before its upload fails with a reason and gets its report (error.json)', () => {
@@ -393,7 +414,24 @@ describe('lifecycle: crash recovery and retry', () => {
       T0,
       policy,
     );
-    expect(d.changes).toMatchObject({ state: 'discovered', attempts: 0, outcome: null, reason: null });
+    // Settled already: an unchanged file is hashed at once, without a second stability wait.
+    expect(d.changes).toMatchObject({
+      state: 'discovered',
+      attempts: 0,
+      outcome: null,
+      reason: null,
+      stable_since: T0 - policy.stable_ms,
+      next_at: T0,
+    });
+    const back = { ...row('failed'), ...d.changes } as FileRow;
+    expect(decide(back, { kind: 'file-seen', size: 100, mtimeMs: 5000 }, T0, policy).effect).toEqual({
+      kind: 'hash',
+    });
+    // Changed while it lay in the failed folder: it waits to settle like a new file.
+    expect(decide(back, { kind: 'file-seen', size: 300, mtimeMs: 9000 }, T0, policy).changes).toMatchObject({
+      state: 'discovered',
+      next_at: T0 + policy.stable_ms,
+    });
     expect(
       decide(row('failed', { finalized: 1 }), { kind: 'retry-requested' }, T0, policy).changes,
     ).toBeUndefined();

@@ -127,8 +127,8 @@ describe('docex-sync pipeline against the emulator', () => {
       'empty.pdf.error.json',
     ]);
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'empty.pdf.error.json'), 'utf8'));
-    expect(report).toMatchObject({ file: 'empty.pdf', status: 'failed', attempts: 1 });
-    expect(report.reason).toContain('Empty file');
+    expect(report).toMatchObject({ file: 'empty.pdf', status: 'failed', attempts: 0 }); // never sent
+    expect(report.reason).toContain('the file is empty (0 bytes)');
     expect(report.failed_at).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 

@@ -160,7 +160,7 @@ describe('webhook notifications', () => {
     expect(failed.body.data).toMatchObject({
       file: join(world.dir, 'inbox', 'empty.txt'),
       watch: join(world.dir, 'inbox'),
-      reason: expect.stringContaining('Empty file'),
+      reason: expect.stringContaining('the file is empty (0 bytes)'),
     });
     expect(failed.headers['x-webhook-token']).toBe('n8n-header-auth');
     const written = hook.received.find((r) => r.body.event === 'result_written')!;
