@@ -1,5 +1,7 @@
 /** `npm run sandbox`: the emulator on the command line. */
+import { networkInterfaces } from 'node:os';
 import { parseArgs } from 'node:util';
+import { listeningLine } from './addresses.ts';
 import { startEmulator } from './index.ts';
 
 const usage = `Usage: npm run sandbox -- [--port 8080] [--host 127.0.0.1] [--task-delay-ms 300] [--data-dir DIR] [--controls]
@@ -32,7 +34,7 @@ try {
     dataDir: values['data-dir'],
     controls: values.controls,
   });
-  console.log(`Document Extraction Service emulator listening on ${emu.url}`);
+  console.log(`Document Extraction Service emulator ${listeningLine(emu.bound, networkInterfaces())}`);
   console.log(`API keys: ${emu.keys.join(' (company 1), ')} (company 2)`);
   console.log(`Try: curl -s -X POST -H "Authorization: Bearer ${emu.keys[0]}" ${emu.url}/v1/check_api_key/`);
   const stop = async () => {

@@ -2,6 +2,7 @@
  * A stateful emulator of the Document Extraction Service, over real HTTP (docs/emulator.md).
  *   const emu = await startEmulator({ port: 0 }); emu.url; emu.keys; await emu.stop();
  */
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.ts';
 import type { Ctx } from './routing.ts';
 import { Faults, StatsRecorder, type FaultConfig, type Stats } from './faults.ts';
@@ -26,7 +27,10 @@ export interface EmulatorOptions {
 }
 
 export interface Emulator {
+  /** The URL to use from this machine (127.0.0.1 when bound to a wildcard address). */
   url: string;
+  /** The address and port the socket is bound to (e.g. 0.0.0.0 for --host 0.0.0.0). */
+  bound: AddressInfo;
   keys: string[];
   faults: { set(config: FaultConfig): void; clear(): void };
   stats(): Stats;
@@ -73,12 +77,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
   const app = buildApp(ctx, { controls: options.controls ?? false, logger: options.logger ?? false });
   await app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  const host = options.host && options.host !== '0.0.0.0' ? options.host : '127.0.0.1';
+  const bound = app.server.address() as AddressInfo;
+  const wildcard = bound.address === '0.0.0.0' || bound.address === '::';
+  const host = wildcard ? '127.0.0.1' : bound.address;
 
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`,
+    bound,
     keys: world.companies.map((c) => c.apiKey),
     faults: { set: (config) => ctx.faults.set(config), clear: () => ctx.faults.clear() },
     stats: () => ctx.stats.snapshot(),

@@ -472,20 +472,25 @@ describe('aborts', () => {
   });
 
   test('aborted during the request', async () => {
-    let closed = false;
+    let arrived: () => void = () => {};
+    const requestArrived = new Promise<void>((r) => (arrived = r));
+    let socketClosed: Promise<void> = new Promise(() => {});
     const s = await serve((req) => {
-      req.socket.on('close', () => (closed = true));
+      socketClosed = new Promise((r) => req.socket.once('close', () => r()));
+      arrived();
     });
     const client = nodeClient({ baseUrl: s.url });
     const controller = new AbortController();
     const call = client.fetchFolder({ folder_id: 1 }, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
+    // Aborted once the server holds the request (not after a guessed time, which a loaded machine
+    // may not have spent sending it).
+    await requestArrived;
+    controller.abort();
     const error = await caught(call);
     expect(error).toBeInstanceOf(DocexAbortError);
     expectNamed(error, 'fetch_folder');
-    // The server sees the close a moment later, in its own time.
-    for (let i = 0; i < 100 && !closed; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(closed).toBe(true);
+    // The server sees the close in its own time: the test's timeout bounds the wait.
+    await socketClosed;
   });
 
   test('aborted while a download is being read', async () => {

@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto';
 import { cp, mkdir, readdir, readFile, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
@@ -51,10 +50,12 @@ describe('run-level faults are not file failures', () => {
     });
     expect(paused).toEqual([join(world.dir, 'inbox')]);
     // Only the uploads already under way when the first 404 came (at most api.concurrency), then
-    // nothing until the probe a minute later.
+    // nothing until the probe a minute later: the scheduler's one timer is set for the probe.
     const sent = world.emulator.stats().requestsByOperation.upload_file!;
     expect(sent).toBeLessThanOrEqual(3);
-    await delay(500);
+    const probeAt = daemon.db.pausedWatches()[0]!.probe_at;
+    expect(probeAt).toBeGreaterThan(Date.now() + 30_000);
+    await until('the scheduler waiting for the probe', () => daemon.pipeline.nextWakeAt === probeAt);
     expect(world.emulator.stats().requestsByOperation.upload_file).toBe(sent);
     expect(daemon.db.counts().failed).toBe(0);
     expect(world.logs.join('')).toContain('watch paused');
@@ -80,8 +81,15 @@ describe('run-level faults are not file failures', () => {
     await until('watch paused', () => daemon.db.pausedWatches().length === 1);
     await until('all three stable', () => daemon.db.counts().stable === 3);
     const probesBefore = world.emulator.stats().requestsByOperation.upload_file!;
-    // A probe a second: the watch stays paused while the template is missing.
-    await until('probed again', () => world.emulator.stats().requestsByOperation.upload_file! > probesBefore);
+    // A probe a second: the watch stays paused while the template is missing. The emulator counts a
+    // probe when it arrives, while its file is `uploading`: wait until the daemon has taken the answer
+    // (the file back in `stable`, nothing in flight), not a time.
+    await until(
+      'a probe answered',
+      () =>
+        world.emulator.stats().requestsByOperation.upload_file! > probesBefore &&
+        daemon.db.counts().uploading === 0,
+    );
     expect(daemon.db.pausedWatches()).toHaveLength(1);
     expect(daemon.db.counts().stable).toBe(3);
 

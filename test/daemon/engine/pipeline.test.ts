@@ -96,7 +96,10 @@ describe('docex-sync pipeline against the emulator', () => {
     await symlink(join(world.dir, 'outside.txt'), join(inbox, 'link.txt'));
     await writeFile(join(inbox, 'real.txt'), invoice('R-1'));
     await until('real archived', () => daemon.db.counts().archived === 1);
-    await delay(300);
+    // Two rescans more: the second one started after every file above was written, and it listed them.
+    const rescans = () => world.logs.filter((l) => l.includes('"msg":"rescan"')).length;
+    const before = rescans();
+    await until('two rescans', () => rescans() >= before + 2);
     const rows = daemon.db.db.prepare('SELECT path FROM files').all() as Array<{ path: string }>;
     expect(rows.map((r) => r.path)).toEqual([join(inbox, 'real.txt')]);
     expect((await readdir(inbox)).sort()).toEqual([
