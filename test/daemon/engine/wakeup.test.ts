@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { EMPTY_FILE } from '../../../daemon/src/engine/lifecycle.ts';
-import { StateDb } from '../../../daemon/src/store/state.ts';
+import { KV, StateDb } from '../../../daemon/src/store/state.ts';
 import { wakeOnOtherWriters } from '../../../daemon/src/engine/wakeup.ts';
 import { invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
 
@@ -38,24 +38,24 @@ describe('changes by other processes wake the daemon', () => {
     const watching = wakeOnOtherWriters(own, () => (wakes++, woken()), log);
     try {
       // data_version tells the commits apart: our own change nothing, another connection's do.
-      own.setValue('probe', '1');
+      own.setValue(KV.pullCursor, '1');
       own.flush();
       expect(own.changedElsewhere()).toBe(false);
-      other.setValue('probe', '2');
+      other.setValue(KV.pullCursor, '2');
       other.flush();
       expect(own.changedElsewhere()).toBe(true);
       expect(own.changedElsewhere()).toBe(false);
 
-      own.setValue('mine', '1');
+      own.setValue(KV.pullSeen, '1');
       own.flush();
-      other.setValue('theirs', '1');
+      other.setValue(KV.pullHistory, '1');
       other.flush();
       await new Promise<void>((resolve) => (woken = resolve));
       expect(wakes).toBe(1);
       // Our own commits after that: seen by the watch, told apart by data_version, no wake.
-      own.setValue('mine', '2');
+      own.setValue(KV.pullSeen, '2');
       own.flush();
-      other.setValue('theirs', '2');
+      other.setValue(KV.pullHistory, '2');
       other.flush();
       await new Promise<void>((resolve) => (woken = resolve));
       expect(wakes).toBe(2);
