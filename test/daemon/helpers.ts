@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
+import { vi } from 'vitest';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
@@ -113,12 +114,39 @@ export async function makeWorld(
   };
 }
 
+/**
+ * The least time a wait is given: raised by calibrate() from a measured process start, so that a
+ * machine busy with other work gets the time it needs instead of a limit guessed on an idle one.
+ */
+let waitFloorMs = 0;
+
+/**
+ * Measures how long the docex-sync CLI takes to start and answer `--version` here and now, and
+ * derives the time limits of tests that run it as a process from that: every wait at least 40
+ * starts (a restart cycle is a few starts plus the work), every test at least three such waits.
+ * Await it at the top of a file whose tests spawn the CLI, before they are collected.
+ */
+export async function calibrate(): Promise<number> {
+  const started = performance.now();
+  const exit = await new Promise<number | null>((resolve) =>
+    spawn(process.execPath, [cli, '--version'], { stdio: 'ignore' }).once('exit', resolve),
+  );
+  if (exit !== 0) throw new Error(`docex-sync --version exited ${exit}`);
+  const startMs = performance.now() - started;
+  waitFloorMs = Math.round(startMs * 40);
+  vi.setConfig({
+    testTimeout: Math.max(20_000, waitFloorMs * 3),
+    hookTimeout: Math.max(30_000, waitFloorMs * 3),
+  });
+  return startMs;
+}
+
 export async function until<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 15_000,
 ): Promise<T> {
-  const end = Date.now() + timeoutMs;
+  const end = Date.now() + Math.max(timeoutMs, waitFloorMs);
   for (;;) {
     const value = await check();
     if (value) return value;
