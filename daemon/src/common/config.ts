@@ -1,6 +1,7 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
 import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { nodeCron, yaml } from './lazy.ts';
 import { didYouMean } from './suggest.ts';
@@ -16,6 +17,23 @@ const cron = z.string().check((ctx) => {
     });
 });
 
+/**
+ * Names a NAS, a file server or an office suite puts into shared folders: Synology's thumbnail
+ * folders and recycle bins, snapshots, Windows' recycle bin and volume information, macOS zip
+ * debris, LibreOffice and Word lock files. Matched against every part of a path, so a walk never
+ * enters such a folder. `ignore_names` replaces the list (`[]` watches them too).
+ */
+export const NAS_IGNORED_NAMES = [
+  '@eaDir',
+  '#recycle',
+  '#snapshot',
+  '$RECYCLE.BIN',
+  'System Volume Information',
+  '__MACOSX',
+  '.~lock.*#',
+  '~$*',
+];
+
 const WatchFolder = z.strictObject({
   path: z.string().min(1),
   template_id: positiveInt.optional(),
@@ -23,6 +41,15 @@ const WatchFolder = z.strictObject({
   recursive: z.boolean().default(false),
   include: z.array(z.string()).default([]),
   exclude: z.array(z.string()).default([]),
+  /** Globs for single names (no '/'), each matched against every part of a path: such files and folders are skipped. */
+  ignore_names: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.includes('/'), { message: "a name pattern, without '/' (use exclude for paths)" }),
+    )
+    .default([...NAS_IGNORED_NAMES]),
   output: z.string().min(1),
   on_success: z.enum(['move', 'delete', 'keep']).default('move'),
   processed_dir: z.string().optional(),
@@ -245,9 +272,11 @@ export function loadConfig(file: string): Config {
     ] as const) {
       if (!dir) continue;
       const rel = relative(w.path, dir);
-      const excluded = w.exclude.some(
-        (pattern) => globToRegExp(pattern).test(rel) || globToRegExp(pattern).test(`${rel}/x`),
-      );
+      const unixRel = rel.split(sep).join('/');
+      const excluded = w.exclude.some((pattern) => {
+        const matches = globMatcher(pattern);
+        return matches(unixRel) || matches(`${unixRel}/x`);
+      });
       if (isInside(w.path, dir) && (!w.recursive ? rel === '' : !excluded)) {
         problems.push(
           `${key}.${name}: ${dir} is inside the watched folder ${w.path}${w.recursive ? '; move it out or add it to exclude' : ''}`,
@@ -260,20 +289,15 @@ export function loadConfig(file: string): Config {
   return config;
 }
 
-/** `*` within a name, `**` across folders, `?` one character; matched against the path relative to the watched folder. */
-export function globToRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '*' && glob[i + 1] === '*') {
-      re += '.*';
-      i++;
-      if (glob[i + 1] === '/') i++;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(glob.includes('/') ? `^${re}$` : `(^|/)${re}$`, 'i');
+/**
+ * A glob as a test of a '/'-separated path relative to the watched folder (picomatch, case-insensitive,
+ * dot files included): `*` within a name, `**` across folders, `?` one character, `[abc]`, `{a,b}`.
+ * A pattern without '/' is matched against the last part of the path (a name anywhere in the tree).
+ */
+export function globMatcher(glob: string): (unixRel: string) => boolean {
+  const test = picomatch(glob, { nocase: true, dot: true, windows: false });
+  if (glob.includes('/')) return test;
+  return (unixRel) => test(unixRel.slice(unixRel.lastIndexOf('/') + 1));
 }
 
 /** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
