@@ -34,6 +34,17 @@ export const NAS_IGNORED_NAMES = [
   '~$*',
 ];
 
+/** A subfolder of a watch sent with its own template or folder and metadata. */
+const Route = z.strictObject({
+  /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
+  match: z.string().min(1),
+  /** How status and the page name the route (default: match). */
+  name: z.string().min(1).optional(),
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  metadata: z.string().optional(),
+});
+
 const WatchFolder = z.strictObject({
   path: z.string().min(1),
   template_id: positiveInt.optional(),
@@ -70,6 +81,12 @@ const WatchFolder = z.strictObject({
   polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
   metadata: z.string().optional(),
+  /**
+   * Subfolders mapped to a template or folder, first match wins. With routes, a file in a subfolder
+   * no route maps is held (never uploaded with a guessed template); one at the top uses the watch's
+   * own template_id / folder_id, or is held when it has none.
+   */
+  routes: z.array(Route).default([]),
 });
 
 const Rerun = z.strictObject({
@@ -261,8 +278,14 @@ export function loadConfig(file: string): Config {
     w.failed_dir = abs(w.failed_dir);
     if (w.processed_dir) w.processed_dir = abs(w.processed_dir);
     const key = `watch[${i}]`;
-    if (w.template_id === undefined && w.folder_id === undefined)
-      problems.push(`${key}: give template_id or folder_id`);
+    if (w.template_id === undefined && w.folder_id === undefined && w.routes.length === 0)
+      problems.push(`${key}: give template_id or folder_id (or routes for its subfolders)`);
+    if (w.routes.length > 0 && !w.recursive)
+      problems.push(`${key}.routes: routes map subfolders; set recursive: true so they are watched`);
+    w.routes.forEach((r, j) => {
+      if (r.template_id === undefined && r.folder_id === undefined)
+        problems.push(`${key}.routes[${j}]: give template_id or folder_id for "${r.match}"`);
+    });
     if (w.on_success === 'move' && !w.processed_dir)
       problems.push(`${key}.processed_dir: required when on_success is "move"`);
     for (const [name, dir] of [
