@@ -74,7 +74,10 @@ function referencedIds(config: Config) {
     if (item.folder_id !== undefined)
       ids.push({ key: `${key}.folder_id`, kind: 'folder', id: item.folder_id });
   };
-  config.watch.forEach((w, i) => add(`watch[${i}]`, w));
+  config.watch.forEach((w, i) => {
+    add(`watch[${i}]`, w);
+    w.routes.forEach((r, j) => add(`watch[${i}].routes[${j}] ("${r.name ?? r.match}")`, r));
+  });
   config.reruns.forEach((r, i) => add(`reruns[${i}]`, r));
   if (config.pull) add('pull', config.pull);
   return ids;

@@ -4,7 +4,7 @@
  * and an exit code (docs/daemon.md), never as a stack trace.
  */
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, sep } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
@@ -16,7 +16,7 @@ import {
   apiKeyFrom,
   baseUrlFrom,
   ConfigError,
-  globToRegExp,
+  globMatcher,
   loadConfig,
   type Config,
 } from '../common/config.ts';
@@ -88,7 +88,7 @@ async function retry(config: Config, patterns: string[], all: boolean) {
     out('0 failed file(s) re-queued: there is no state DB yet.');
     return;
   }
-  const matchers = patterns.map((p) => globToRegExp(p));
+  const matchers = patterns.map((p) => globMatcher(p));
   const db = new StateDb(config.state_db);
   try {
     const ids = all
@@ -97,7 +97,8 @@ async function retry(config: Config, patterns: string[], all: boolean) {
           .inState('failed', 1_000_000)
           .filter(
             (r) =>
-              patterns.includes(r.path) || matchers.some((m) => m.test(r.rel) || m.test(basename(r.path))),
+              patterns.includes(r.path) ||
+              matchers.some((m) => m(r.rel.split(sep).join('/')) || m(basename(r.path))),
           )
           .map((r) => r.id);
     const { retried, skipped } = await retryFailed({ db, config }, ids);

@@ -35,9 +35,12 @@ export function renderStatus(s: CliStatus): string {
   const lines: string[] = [];
   if (!s.state_db.exists) lines.push(`No state DB yet at ${s.state_db.path}: the daemon has not run.`);
   const paused = s.watches.filter((w) => w.paused);
-  if (s.failed.total || paused.length || s.blocked.length || !s.health.ok) {
+  if (s.failed.total || paused.length || s.blocked.length || s.held.total || !s.health.ok) {
     lines.push('Needs attention:');
     for (const reason of s.health.reasons) lines.push(`  ${reason}`);
+    for (const h of s.held.files) lines.push(`  held ${h.file}: ${h.reason ?? 'no reason recorded'}`);
+    if (s.held.total > s.held.files.length)
+      lines.push(`  ... and ${s.held.total - s.held.files.length} more held file(s)`);
     for (const f of s.failed.files) lines.push(`  failed ${f.file}: ${f.reason ?? 'no reason recorded'}`);
     if (s.failed.total > s.failed.files.length)
       lines.push(`  ... and ${s.failed.total - s.failed.files.length} more failed file(s)`);
@@ -48,11 +51,23 @@ export function renderStatus(s: CliStatus): string {
   const total = Object.values(s.files).reduce((a, b) => a + b, 0);
   lines.push(`Files: ${total}`);
   for (const [state, n] of Object.entries(s.files)) lines.push(`  ${state.padEnd(11)} ${n}`);
+  const busy = (files: Record<string, number>) =>
+    Object.entries(files)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'no files yet';
   for (const w of s.watches) {
-    const busy = Object.entries(w.files).filter(([, n]) => n > 0);
-    lines.push(
-      `Watch ${w.path}${w.paused ? ` (paused since ${w.paused.since})` : ''}: ${busy.map(([k, n]) => `${k} ${n}`).join(', ') || 'no files yet'}`,
-    );
+    lines.push(`Watch ${w.path}${w.paused ? ` (paused since ${w.paused.since})` : ''}: ${busy(w.files)}`);
+    for (const r of w.routes)
+      lines.push(
+        `  route ${r.route === null ? '(top folder)' : r.route} → ${
+          r.template_id !== null
+            ? `template ${r.template_id}`
+            : r.folder_id !== null
+              ? `folder ${r.folder_id}`
+              : 'held'
+        }: ${busy(r.files)}`,
+      );
   }
   lines.push(
     `Last hour: ${s.throughput.last_hour.processed} processed, ${s.throughput.last_hour.failed} failed`,

@@ -1,6 +1,7 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
 import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { nodeCron, yaml } from './lazy.ts';
 import { didYouMean } from './suggest.ts';
@@ -16,6 +17,34 @@ const cron = z.string().check((ctx) => {
     });
 });
 
+/**
+ * Names a NAS, a file server or an office suite puts into shared folders: Synology's thumbnail
+ * folders and recycle bins, snapshots, Windows' recycle bin and volume information, macOS zip
+ * debris, LibreOffice and Word lock files. Matched against every part of a path, so a walk never
+ * enters such a folder. `ignore_names` replaces the list (`[]` watches them too).
+ */
+export const NAS_IGNORED_NAMES = [
+  '@eaDir',
+  '#recycle',
+  '#snapshot',
+  '$RECYCLE.BIN',
+  'System Volume Information',
+  '__MACOSX',
+  '.~lock.*#',
+  '~$*',
+];
+
+/** A subfolder of a watch sent with its own template or folder and metadata. */
+const Route = z.strictObject({
+  /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
+  match: z.string().min(1),
+  /** How status and the page name the route (default: match). */
+  name: z.string().min(1).optional(),
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  metadata: z.string().optional(),
+});
+
 const WatchFolder = z.strictObject({
   path: z.string().min(1),
   template_id: positiveInt.optional(),
@@ -23,6 +52,15 @@ const WatchFolder = z.strictObject({
   recursive: z.boolean().default(false),
   include: z.array(z.string()).default([]),
   exclude: z.array(z.string()).default([]),
+  /** Globs for single names (no '/'), each matched against every part of a path: such files and folders are skipped. */
+  ignore_names: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => !p.includes('/'), { message: "a name pattern, without '/' (use exclude for paths)" }),
+    )
+    .default([...NAS_IGNORED_NAMES]),
   output: z.string().min(1),
   on_success: z.enum(['move', 'delete', 'keep']).default('move'),
   processed_dir: z.string().optional(),
@@ -43,6 +81,12 @@ const WatchFolder = z.strictObject({
   polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
   metadata: z.string().optional(),
+  /**
+   * Subfolders mapped to a template or folder, first match wins. With routes, a file in a subfolder
+   * no route maps is held (never uploaded with a guessed template); one at the top uses the watch's
+   * own template_id / folder_id, or is held when it has none.
+   */
+  routes: z.array(Route).default([]),
 });
 
 const Rerun = z.strictObject({
@@ -234,8 +278,14 @@ export function loadConfig(file: string): Config {
     w.failed_dir = abs(w.failed_dir);
     if (w.processed_dir) w.processed_dir = abs(w.processed_dir);
     const key = `watch[${i}]`;
-    if (w.template_id === undefined && w.folder_id === undefined)
-      problems.push(`${key}: give template_id or folder_id`);
+    if (w.template_id === undefined && w.folder_id === undefined && w.routes.length === 0)
+      problems.push(`${key}: give template_id or folder_id (or routes for its subfolders)`);
+    if (w.routes.length > 0 && !w.recursive)
+      problems.push(`${key}.routes: routes map subfolders; set recursive: true so they are watched`);
+    w.routes.forEach((r, j) => {
+      if (r.template_id === undefined && r.folder_id === undefined)
+        problems.push(`${key}.routes[${j}]: give template_id or folder_id for "${r.match}"`);
+    });
     if (w.on_success === 'move' && !w.processed_dir)
       problems.push(`${key}.processed_dir: required when on_success is "move"`);
     for (const [name, dir] of [
@@ -245,9 +295,11 @@ export function loadConfig(file: string): Config {
     ] as const) {
       if (!dir) continue;
       const rel = relative(w.path, dir);
-      const excluded = w.exclude.some(
-        (pattern) => globToRegExp(pattern).test(rel) || globToRegExp(pattern).test(`${rel}/x`),
-      );
+      const unixRel = rel.split(sep).join('/');
+      const excluded = w.exclude.some((pattern) => {
+        const matches = globMatcher(pattern);
+        return matches(unixRel) || matches(`${unixRel}/x`);
+      });
       if (isInside(w.path, dir) && (!w.recursive ? rel === '' : !excluded)) {
         problems.push(
           `${key}.${name}: ${dir} is inside the watched folder ${w.path}${w.recursive ? '; move it out or add it to exclude' : ''}`,
@@ -260,20 +312,15 @@ export function loadConfig(file: string): Config {
   return config;
 }
 
-/** `*` within a name, `**` across folders, `?` one character; matched against the path relative to the watched folder. */
-export function globToRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '*' && glob[i + 1] === '*') {
-      re += '.*';
-      i++;
-      if (glob[i + 1] === '/') i++;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(glob.includes('/') ? `^${re}$` : `(^|/)${re}$`, 'i');
+/**
+ * A glob as a test of a '/'-separated path relative to the watched folder (picomatch, case-insensitive,
+ * dot files included): `*` within a name, `**` across folders, `?` one character, `[abc]`, `{a,b}`.
+ * A pattern without '/' is matched against the last part of the path (a name anywhere in the tree).
+ */
+export function globMatcher(glob: string): (unixRel: string) => boolean {
+  const test = picomatch(glob, { nocase: true, dot: true, windows: false });
+  if (glob.includes('/')) return test;
+  return (unixRel) => test(unixRel.slice(unixRel.lastIndexOf('/') + 1));
 }
 
 /** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */

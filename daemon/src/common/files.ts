@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { safeFileName } from '@docex/shared';
-import { globToRegExp, type WatchConfig } from './config.ts';
+import { globMatcher, type WatchConfig } from './config.ts';
 
 const IGNORED_NAMES = [
   /^\./,
@@ -15,16 +15,23 @@ const IGNORED_NAMES = [
   /\.error\.json$/i,
 ];
 
+type Matcher = (unixRel: string) => boolean;
 interface Matchers {
-  include: RegExp[];
-  exclude: RegExp[];
+  include: Matcher[];
+  exclude: Matcher[];
+  /** ignore_names, each tested against one part of a path. */
+  names: Matcher[];
 }
 /** Each watch's patterns compiled once, not once per file looked at. */
 const matchersOf = new WeakMap<WatchConfig, Matchers>();
 function matchers(watch: WatchConfig): Matchers {
   let m = matchersOf.get(watch);
   if (!m) {
-    m = { include: watch.include.map(globToRegExp), exclude: watch.exclude.map(globToRegExp) };
+    m = {
+      include: watch.include.map(globMatcher),
+      exclude: watch.exclude.map(globMatcher),
+      names: (watch.ignore_names ?? []).map(globMatcher),
+    };
     matchersOf.set(watch, m);
   }
   return m;
@@ -32,17 +39,17 @@ function matchers(watch: WatchConfig): Matchers {
 
 /**
  * Whether a walk skips this entry whatever it is (file or folder): a temporary, system or hidden
- * name in its path, or an exclude pattern matching it (a folder also when a pattern matches what is
+ * name in its path (the built-in list or the watch's ignore_names, e.g. a NAS's `@eaDir`), or an exclude pattern matching it (a folder also when a pattern matches what is
  * inside it, so `archive/**` keeps the walk out of `archive/`). Include patterns do not apply here:
  * they select files, and a folder must be entered to find the files it holds.
  */
 export function isExcluded(watch: WatchConfig, rel: string, isFolder = false): boolean {
   const parts = rel.split(/[\\/]/);
-  if (parts.some((p) => IGNORED_NAMES.some((re) => re.test(p)))) return true;
+  const { exclude, names } = matchers(watch);
+  if (parts.some((p) => IGNORED_NAMES.some((re) => re.test(p)) || names.some((m) => m(p)))) return true;
   const unixRel = parts.join('/');
-  const { exclude } = matchers(watch);
-  if (exclude.some((re) => re.test(unixRel))) return true;
-  return isFolder && exclude.some((re) => re.test(`${unixRel}/\0`));
+  if (exclude.some((m) => m(unixRel))) return true;
+  return isFolder && exclude.some((m) => m(`${unixRel}/\0`));
 }
 
 /** Whether a file is left alone: excluded (see isExcluded), or not matched by any include pattern. */
@@ -50,7 +57,7 @@ export function isIgnored(watch: WatchConfig, rel: string): boolean {
   if (isExcluded(watch, rel)) return true;
   const { include } = matchers(watch);
   const unixRel = rel.split(/[\\/]/).join('/');
-  return include.length > 0 && !include.some((re) => re.test(unixRel));
+  return include.length > 0 && !include.some((m) => m(unixRel));
 }
 
 /** `child` resolved inside `dir`, or an error: nothing may be written outside the configured folders. */

@@ -7,6 +7,9 @@
  *        ↘          ↘           ↘             ↘
  *         failed(reason) ← ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ ┘   finalized = moved to failed_dir with .error.json
  *
+ * A file of a routed watch that no route maps is `held` (with the reason) before anything is sent;
+ * a restart (a reloaded config may map it now) looks at it again.
+ *
  * Run-level faults (key refused, upload target missing, service unreachable) are effects, not file
  * failures: the file goes back to `stable` and waits.
  */
@@ -21,8 +24,10 @@ import {
   type TaskResult,
 } from '@docex/shared';
 
-export type FileState = 'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed';
+export type FileState =
+  'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed' | 'held';
 export const FILE_STATES: readonly FileState[] = [
+  'held',
   'discovered',
   'stable',
   'uploading',
@@ -36,8 +41,9 @@ export const ACTIVE_STATES: readonly FileState[] = ['discovered', 'stable', 'upl
 
 /** The allowed transitions (a state to itself is always allowed: a field changes, the state not). */
 export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
-  discovered: ['stable', 'failed'],
-  stable: ['discovered', 'uploading', 'uploaded', 'failed'],
+  held: ['discovered'],
+  discovered: ['stable', 'failed', 'held'],
+  stable: ['discovered', 'uploading', 'uploaded', 'failed', 'held'],
   uploading: ['uploaded', 'stable', 'failed'],
   uploaded: ['done', 'failed'],
   done: ['archived'],
@@ -76,6 +82,8 @@ export interface FileRow {
   uploaded_at: number | null;
   discovered_at: number;
   updated_at: number;
+  /** The route it is sent by (routes.ts; null: the watch's own template or folder, or not routed yet). */
+  route: string | null;
 }
 
 export interface Policy {
@@ -109,6 +117,9 @@ export type Observation =
   /** Moved to the failed folder (or, if gone, its .error.json written there); `path` is where it is now. */
   | { kind: 'failure-reported'; path: string }
   | { kind: 'report-failed'; error: unknown }
+  /** Which route sends the file (looked at before hashing and again before upload): `held` when none maps it. */
+  | { kind: 'routed'; route: string | null }
+  | { kind: 'unrouted'; reason: string }
   /** The daemon starts after a stop or a crash. */
   | { kind: 'restarted' }
   /** `docex-sync retry`: a failed file that was not yet moved goes through the pipeline again. */
@@ -291,7 +302,16 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
         blocked: `could not move the file to the failed folder: ${describe(obs.error)}`,
         next_at: now + backoff(policy, 0),
       });
+    case 'routed':
+      if (state !== 'discovered' && state !== 'stable') return keep();
+      return obs.route === row.route ? keep() : to({ route: obs.route });
+    case 'unrouted':
+      if (state !== 'discovered' && state !== 'stable') return keep();
+      return to({ state: 'held', reason: obs.reason, route: null, next_at: NEVER });
     case 'restarted':
+      // The config may map it now (a reload restarts the pipeline): it is looked at again.
+      if (state === 'held')
+        return to({ state: 'discovered', reason: null, stable_since: now, next_at: now + policy.stable_ms });
       // An upload cut short may or may not have reached the service: it is sent again, and a
       // DUPLICATE answer gives the first document (docs/daemon.md, "The delivery guarantee").
       if (state === 'uploading') return to({ state: 'stable', next_at: now });

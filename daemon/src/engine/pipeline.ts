@@ -29,6 +29,7 @@ import {
 } from './lifecycle.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
+import { routeFor, type Routed } from './routes.ts';
 import type { StateDb } from '../store/state.ts';
 import type { Candidate, Listed } from './walk.ts';
 
@@ -198,7 +199,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
   recover() {
     const { db, log } = this.deps;
-    for (const state of ['uploading', 'discovered'] as const) {
+    for (const state of ['uploading', 'discovered', 'held'] as const) {
       for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
         for (const row of rows) {
           this.apply(row, { kind: 'restarted' });
@@ -220,7 +221,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
   ) {
     if (!known) return true;
-    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed') return false;
+    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed' || known.state === 'held')
+      return false;
     // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
     if (watch.on_success !== 'keep') return true;
     return (
@@ -445,7 +447,21 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     );
   }
 
+  /** Which route sends the file; false when it is held (no route maps it). */
+  private routed(row: FileRow, watch: WatchConfig): Routed | false {
+    const routing = routeFor(watch, row.rel);
+    if ('held' in routing) {
+      this.apply(row, { kind: 'unrouted', reason: routing.held });
+      this.deps.log.warn({ file: row.path, reason: routing.held }, 'held: no route for this file');
+      return false;
+    }
+    this.apply(row, { kind: 'routed', route: routing.route });
+    return routing;
+  }
+
   private async stabilize(row: FileRow) {
+    const watch = this.watches.get(row.watch);
+    if (watch && !this.routed(row, watch)) return;
     const seen = await lstat(row.path).catch(() => undefined);
     if (!seen) return void this.apply(row, { kind: 'file-vanished' });
     const first = this.apply(row, { kind: 'file-seen', size: seen.size, mtimeMs: Math.floor(seen.mtimeMs) });
@@ -458,6 +474,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private async upload(row: FileRow) {
     const { db, client, log, metrics } = this.deps;
     const watch = this.watches.get(row.watch)!;
+    // Again: a reloaded config may have changed the routes since the file was hashed.
+    const route = this.routed(row, watch);
+    if (!route) return;
     const info = await stat(row.path).catch(() => undefined);
     if (!info) return void this.apply(row, { kind: 'file-vanished' });
     const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
@@ -467,9 +486,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     try {
       const answer = await client.uploadFile({
         files: [{ path: row.path, fileName: basename(row.path).normalize('NFC') }],
-        template_id: watch.template_id,
-        folder_id: watch.folder_id,
-        metadata: watch.metadata,
+        template_id: route.template_id,
+        folder_id: route.folder_id,
+        metadata: route.metadata,
       });
       this.apply(uploading, { kind: 'upload-answered', taskId: answer.task_ids[0]! });
       db.flush();

@@ -58,7 +58,18 @@ ${s.watches
         w.paused
           ? `<div class="bad" data-testid="paused-${i}">paused since ${when(w.paused.since)}: ${esc(w.paused.reason)}</div>`
           : ''
-      }</th>${counts(w.files, `watch-${i}`)}</tr>`,
+      }</th>${counts(w.files, `watch-${i}`)}</tr>${w.routes
+        .map(
+          (r, j) =>
+            `<tr class="route"><td>↳ ${r.route === null ? '(top folder)' : esc(r.route)} <span class="muted">${
+              r.template_id !== null
+                ? `template ${r.template_id}`
+                : r.folder_id !== null
+                  ? `folder ${r.folder_id}`
+                  : 'held'
+            }</span></td>${counts(r.files, `route-${i}-${j}`)}</tr>`,
+        )
+        .join('')}`,
   )
   .join('\n')}
 </tbody></table></section>`;
@@ -81,6 +92,11 @@ ${s.failed.files
   .join('\n')}
 </tbody></table>`
   }</section>`;
+  const held = s.held.total
+    ? `<section><h2>Held: no route maps them</h2><p class="muted">Add a route for their subfolder (the daemon looks at them again after a reload), or move them into a mapped one.</p><ul data-testid="held">${s.held.files
+        .map((h) => `<li data-testid="held-row">${esc(h.file)}: ${esc(h.reason)}</li>`)
+        .join('')}</ul></section>`
+    : '';
   const blocked = s.blocked.length
     ? `<section><h2>Held back by a local problem</h2><ul>${s.blocked
         .map((b) => `<li>${esc(b.file)} (${esc(b.state)}): ${esc(b.problem)}</li>`)
@@ -108,7 +124,7 @@ ${s.failed.files
           .join('')}</tbody></table>`
       : '<p class="muted">None yet.</p>'
   }</section>`;
-  return `${health}${summary}${watches}${failed}${blocked}${reruns}${pulls}
+  return `${health}${summary}${watches}${held}${failed}${blocked}${reruns}${pulls}
 <p class="muted">Updated <span data-testid="generated-at">${when(s.generated_at)}</span></p>`;
 }
 

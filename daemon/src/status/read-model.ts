@@ -18,7 +18,16 @@ export interface StatusSnapshot {
     folder_id: number | null;
     files: Record<FileState, number>;
     paused: { reason: string; since: string } | null;
+    /** With routes: counts per route (route null: the watch's own template or folder). */
+    routes: Array<{
+      route: string | null;
+      template_id: number | null;
+      folder_id: number | null;
+      files: Record<FileState, number>;
+    }>;
   }>;
+  /** Files no route maps, waiting for a config that does (newest first). */
+  held: { total: number; files: Array<{ id: number; file: string; watch: string; reason: string | null }> };
   failed: {
     total: number;
     files: Array<{
@@ -92,6 +101,15 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     counts[r.state] = r.n;
     perWatch.set(r.watch, counts);
   }
+  const perRoute = new Map<string, Record<FileState, number>>();
+  if (config.watch.some((w) => w.routes.length > 0))
+    for (const r of db.countsByRoute()) {
+      const key = `${r.watch}\u0000${r.route ?? ''}`;
+      const counts = perRoute.get(key) ?? zero();
+      counts[r.state] = r.n;
+      perRoute.set(key, counts);
+    }
+  const heldRows = db.lastHeld(failedLimit);
   const paused = new Map(db.pausedWatches().map((w) => [w.path, w]));
   const failedRows = db.lastFailed(failedLimit);
   const hourAgo = now - 3_600_000;
@@ -130,7 +148,22 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       paused: paused.has(w.path)
         ? { reason: paused.get(w.path)!.paused_reason, since: iso(paused.get(w.path)!.paused_at)! }
         : null,
+      routes:
+        w.routes.length === 0
+          ? []
+          : [
+              ...w.routes.map((r) => ({
+                route: r.name ?? r.match,
+                template_id: r.template_id ?? null,
+                folder_id: r.folder_id ?? null,
+              })),
+              { route: null, template_id: w.template_id ?? null, folder_id: w.folder_id ?? null },
+            ].map((r) => ({ ...r, files: perRoute.get(`${w.path}\u0000${r.route ?? ''}`) ?? zero() })),
     })),
+    held: {
+      total: files.held,
+      files: heldRows.map((r) => ({ id: r.id, file: r.path, watch: r.watch, reason: r.reason })),
+    },
     failed: {
       total: files.failed,
       files: failedRows.map((r) => ({

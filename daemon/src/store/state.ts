@@ -97,6 +97,8 @@ const MIGRATIONS = [
   );`,
   // 3: finding the next time something comes due is one index seek.
   `CREATE INDEX IF NOT EXISTS files_next ON files(next_at);`,
+  // 4: the route a file is sent by (routing by subfolder), counted per route by status.
+  `ALTER TABLE files ADD COLUMN route TEXT;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -242,13 +244,14 @@ export class StateDb {
   /**
    * Which of `paths` (a folder a scan listed) no row in the pipeline holds, as their indexes: one
    * index seek per path and no row read into JavaScript, so a rescan of 100,000 waiting files costs
-   * milliseconds per folder. Rows at rest (next_at = NEVER) hold nothing.
+   * milliseconds per folder. Rows at rest (next_at = NEVER) hold nothing, but for held ones (no
+   * route maps them): they wait for a config that does.
    */
   unheld(watch: string, paths: string[]): number[] {
     if (paths.length === 0) return [];
     return this.st(
       `SELECT j.key FROM json_each(?) AS j WHERE NOT EXISTS
-         (SELECT 1 FROM files AS f WHERE f.path = j.value AND +f.watch = ? AND f.next_at < ${NEVER})`,
+         (SELECT 1 FROM files AS f WHERE f.path = j.value AND +f.watch = ? AND (f.next_at < ${NEVER} OR f.state = 'held'))`,
     )
       .pluck()
       .all(JSON.stringify(paths), watch) as number[];
@@ -266,7 +269,7 @@ export class StateDb {
     if (paths.length === 0) return map;
     const rows = this.st(
       `SELECT id, path, state, size, mtime_ms, ino FROM files
-       WHERE path IN (SELECT value FROM json_each(?)) AND +watch = ?${withArchived ? '' : ` AND next_at < ${NEVER}`}`,
+       WHERE path IN (SELECT value FROM json_each(?)) AND +watch = ?${withArchived ? '' : ` AND (next_at < ${NEVER} OR state = 'held')`}`,
     );
     for (const r of rows.iterate(JSON.stringify(paths), watch) as Iterable<
       KnownFile & { id: number; path: string }
@@ -515,6 +518,19 @@ export class StateDb {
       state: FileState;
       n: number;
     }>;
+  }
+  /** Files per watch, route and state, held ones left out (they have no route). */
+  countsByRoute(): Array<{ watch: string; route: string | null; state: FileState; n: number }> {
+    this.flush();
+    return this.st(
+      `SELECT watch, route, state, COUNT(*) AS n FROM files WHERE state != 'held' GROUP BY watch, route, state`,
+    ).all() as Array<{ watch: string; route: string | null; state: FileState; n: number }>;
+  }
+  /** The held rows (no route maps them), newest first. */
+  lastHeld(limit: number): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE state = 'held' ORDER BY updated_at DESC, id DESC LIMIT ?`).all(
+      limit,
+    ) as FileRow[];
   }
   /** The failed rows, newest first. */
   lastFailed(limit: number): FileRow[] {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigSchema, type WatchConfig } from '../../../daemon/src/common/config.ts';
+import { ConfigSchema, globMatcher, type WatchConfig } from '../../../daemon/src/common/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
 import { FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
@@ -102,14 +102,16 @@ afterEach(async () => {
   world = undefined;
 });
 
-async function writeTree(root: string) {
-  for (const rel of TREE) {
+async function writeTree(root: string, tree: readonly string[] = TREE) {
+  for (const rel of tree) {
     await mkdir(dirname(join(root, rel)), { recursive: true });
     await writeFile(join(root, rel), rel);
   }
 }
 
-async function startWatcher(watch: Case['watch'] & { polling?: boolean; polling_interval_ms?: number }) {
+async function startWatcher(
+  watch: Case['watch'] & { polling?: boolean; polling_interval_ms?: number; ignore_names?: string[] },
+) {
   const base = await mkdtemp(join(tmpdir(), 'docex-filters-'));
   const root = join(base, 'inbox');
   await mkdir(root);
@@ -175,6 +177,92 @@ describe('include and exclude', () => {
       expect(sink.fromEvents.size).toBe(0);
       expect(sink.seen()).toEqual([...expected].sort());
     });
+  });
+});
+
+/** What a Synology / Windows / macOS share holds beside the documents. */
+const NAS_TREE = [
+  'top.pdf',
+  'Supplier A/a.pdf',
+  '@eaDir/top.pdf/SYNOFILE_THUMB_M.jpg',
+  'Supplier A/@eaDir/a.pdf/SYNOFILE_THUMB_S.jpg',
+  '#recycle/old.pdf',
+  '#snapshot/GMT+01_2026.11.24/top.pdf',
+  '$RECYCLE.BIN/S-1-5-21/$R0.pdf',
+  'System Volume Information/IndexerVolumeGuid',
+  '__MACOSX/Supplier A/._a.pdf',
+  'Supplier A/.~lock.a.odt#',
+  'Supplier A/~$notes.docx',
+];
+const NAS_DOCUMENTS = ['Supplier A/a.pdf', 'top.pdf'];
+
+describe('NAS system folders and lock files (ignore_names)', () => {
+  it('the start-up scan skips them by default', async () => {
+    const { root, sink, watcher } = await startWatcher({ recursive: true });
+    await writeTree(root, NAS_TREE);
+    await watcher.start();
+    expect(sink.seen()).toEqual(NAS_DOCUMENTS);
+  });
+
+  it('watcher events inside them are not reported, and no rescan finds them', async () => {
+    const { root, sink, watcher } = await startWatcher({ recursive: true });
+    for (const rel of NAS_TREE) await mkdir(dirname(join(root, rel)), { recursive: true });
+    await watcher.start();
+    for (const rel of NAS_TREE) await writeFile(join(root, rel), rel);
+    await until(NAS_DOCUMENTS.join(', '), () => NAS_DOCUMENTS.every((r) => sink.fromEvents.has(r)), 10_000);
+    await watcher.scan();
+    expect(sink.seen()).toEqual(NAS_DOCUMENTS);
+  });
+
+  it('ignore_names: [] watches them too (the built-in temporary names stay ignored)', async () => {
+    const { root, sink, watcher } = await startWatcher({ recursive: true, ignore_names: [] });
+    await writeTree(root, NAS_TREE);
+    await watcher.start();
+    expect(sink.seen()).toEqual(
+      [
+        ...NAS_DOCUMENTS,
+        '@eaDir/top.pdf/SYNOFILE_THUMB_M.jpg',
+        'Supplier A/@eaDir/a.pdf/SYNOFILE_THUMB_S.jpg',
+        '#recycle/old.pdf',
+        '#snapshot/GMT+01_2026.11.24/top.pdf',
+        '$RECYCLE.BIN/S-1-5-21/$R0.pdf',
+        'System Volume Information/IndexerVolumeGuid',
+      ].sort(),
+    );
+  });
+
+  it('a list of its own replaces the defaults', async () => {
+    const { root, sink, watcher } = await startWatcher({ recursive: true, ignore_names: ['#recycle'] });
+    await writeTree(root, NAS_TREE);
+    await watcher.start();
+    expect(sink.seen()).not.toContain('#recycle/old.pdf');
+    expect(sink.seen()).toContain('@eaDir/top.pdf/SYNOFILE_THUMB_M.jpg');
+  });
+});
+
+describe('glob patterns (picomatch)', () => {
+  it('a pattern without / names a file or folder anywhere; with / it is the path from the watched folder', () => {
+    const cases: Array<[string, string, boolean]> = [
+      ['*.pdf', 'a/b/C.PDF', true],
+      ['skip', 'sub/skip', true],
+      ['skip/**', 'skip/x/y.pdf', true],
+      ['sub/*.pdf', 'sub/x/y.pdf', false],
+      ['sub/**/*.pdf', 'sub/y.pdf', true],
+      ['{a,b}.pdf', 'x/b.pdf', true],
+      ['[0-9]*.pdf', '2024-01.pdf', true],
+      ['2024-??', 'archive/2024-01', true],
+    ];
+    for (const [glob, rel, expected] of cases)
+      expect([glob, rel, globMatcher(glob)(rel)]).toEqual([glob, rel, expected]);
+  });
+
+  it('ignore_names refuses a path (it is matched against single names)', () => {
+    expect(() =>
+      ConfigSchema.parse({
+        state_db: 'x.db',
+        watch: [{ path: 'in', template_id: 1, output: 'o', failed_dir: 'f', ignore_names: ['a/b'] }],
+      }),
+    ).toThrow(/without '\/'/);
   });
 });
 

@@ -61,6 +61,7 @@ const row = (state: FileState, extra: Partial<FileRow> = {}): FileRow => ({
   uploaded_at: ['uploaded', 'done', 'archived'].includes(state) ? T0 : null,
   discovered_at: T0,
   updated_at: T0,
+  route: null,
   ...extra,
 });
 
@@ -117,6 +118,8 @@ const observations: Observation[] = [
   { kind: 'report-failed', error: new Error('ENOSPC') },
   { kind: 'restarted' },
   { kind: 'retry-requested' },
+  { kind: 'routed', route: 'Supplier A' },
+  { kind: 'unrouted', reason: 'subfolder "Misc" is mapped by no route' },
 ];
 
 describe('lifecycle: the transition table', () => {
@@ -142,6 +145,35 @@ describe('lifecycle: the transition table', () => {
   it('archived is final: nothing moves it', () => {
     for (const obs of observations)
       expect(decide(row('archived'), obs, T0, policy).changes?.state).toBeUndefined();
+  });
+});
+
+describe('lifecycle: routing by subfolder', () => {
+  it('a file no route maps is held with the reason, waits for nothing, and is looked at again after a restart', () => {
+    const held = decide(row('discovered'), { kind: 'unrouted', reason: 'no route' }, T0, policy);
+    expect(held.changes).toEqual({ state: 'held', reason: 'no route', route: null, next_at: NEVER });
+    expect(decide(row('stable'), { kind: 'unrouted', reason: 'no route' }, T0, policy).changes?.state).toBe(
+      'held',
+    );
+    const again = decide(row('held'), { kind: 'restarted' }, T0, policy);
+    expect(again.changes).toMatchObject({
+      state: 'discovered',
+      reason: null,
+      next_at: T0 + policy.stable_ms,
+    });
+    // Nothing else moves a held file (no upload with a guessed template).
+    for (const obs of observations.filter((o) => o.kind !== 'restarted'))
+      expect(decide(row('held'), obs, T0, policy).changes?.state, obs.kind).toBeUndefined();
+  });
+
+  it('the route is recorded once (no write when it is unchanged)', () => {
+    expect(decide(row('discovered'), { kind: 'routed', route: 'A' }, T0, policy).changes).toEqual({
+      route: 'A',
+    });
+    expect(
+      decide(row('stable', { route: 'A' }), { kind: 'routed', route: 'A' }, T0, policy).changes,
+    ).toBeUndefined();
+    expect(decide(row('uploaded'), { kind: 'routed', route: 'A' }, T0, policy).changes).toBeUndefined();
   });
 });
 

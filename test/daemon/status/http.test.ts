@@ -251,17 +251,53 @@ describe('the status page and its API', () => {
     const snapshot: StatusSnapshot = {
       generated_at: '2026-01-01T00:00:00.000Z',
       health: { ok: false, reasons: [evil] },
-      files: { discovered: 0, stable: 0, uploading: 0, uploaded: 0, done: 0, archived: 0, failed: 1 },
+      files: {
+        held: 0,
+        discovered: 0,
+        stable: 0,
+        uploading: 0,
+        uploaded: 0,
+        done: 0,
+        archived: 0,
+        failed: 1,
+      },
       outcomes: {},
       watches: [
         {
           path: evil,
           template_id: 1,
           folder_id: null,
-          files: { discovered: 0, stable: 0, uploading: 0, uploaded: 0, done: 0, archived: 0, failed: 1 },
+          files: {
+            held: 0,
+            discovered: 0,
+            stable: 0,
+            uploading: 0,
+            uploaded: 0,
+            done: 0,
+            archived: 0,
+            failed: 1,
+          },
           paused: { reason: evil, since: '2026-01-01T00:00:00.000Z' },
+          routes: [
+            {
+              route: evil,
+              template_id: 1,
+              folder_id: null,
+              files: {
+                held: 0,
+                discovered: 0,
+                stable: 0,
+                uploading: 0,
+                uploaded: 0,
+                done: 0,
+                archived: 0,
+                failed: 0,
+              },
+            },
+          ],
         },
       ],
+      held: { total: 1, files: [{ id: 2, file: evil, watch: evil, reason: evil }] },
       failed: {
         total: 1,
         files: [
