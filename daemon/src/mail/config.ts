@@ -1,0 +1,118 @@
+/** The `mailboxes:` section of docex-sync's config (docs/daemon.md, "Mailboxes"): schema only, no I/O. */
+import { z } from 'zod/v4';
+
+const positiveInt = z.number().int().positive();
+
+/** A sender / subject rule: the first that matches a message chooses its template (or folder) and metadata. */
+const MailRule = z.strictObject({
+  /** Glob on the sender's address, case-insensitive: "*@supplier.test", "billing@*". */
+  from: z.string().min(1).optional(),
+  /** Glob on the whole subject, case-insensitive: "*invoice*". */
+  subject: z.string().min(1).optional(),
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  /** Sent with each upload, like a watch's metadata. */
+  metadata: z.string().optional(),
+  /** true: messages matching this rule are left alone (counted as skipped, with the rule named). */
+  skip: z.boolean().default(false),
+});
+
+const Attachments = z.strictObject({
+  /** Globs on the attachment's file name; empty: every name. */
+  include: z.array(z.string()).default([]),
+  exclude: z.array(z.string()).default([]),
+  /** MIME types taken ("application/pdf", "image/*"); empty: every type. */
+  mime_types: z.array(z.string()).default(['application/pdf', 'image/*']),
+  /** Smaller attachments are skipped (logos, signature images). */
+  min_bytes: z.number().int().min(0).default(0),
+  /** Larger ones are skipped with a reason, never written. */
+  max_bytes: positiveInt.default(25 * 1024 * 1024),
+  /** Images shown in the body (Content-Disposition: inline) are skipped unless true. */
+  inline: z.boolean().default(false),
+});
+
+const After = z.discriminatedUnion('action', [
+  /** A keyword or system flag; "$DocexTaken" needs a server that keeps custom keywords. */
+  z.strictObject({ action: z.literal('flag'), flag: z.string().min(1).default('$DocexTaken') }),
+  z.strictObject({ action: z.literal('move'), folder: z.string().min(1) }),
+  z.strictObject({ action: z.literal('leave') }),
+]);
+
+export const MailboxSection = z.strictObject({
+  /** Names the mailbox in the state DB, status and logs; keep it when the host or user changes. */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, ".", "_" or "-" (at most 64)'),
+  host: z.string().min(1),
+  /** Default: 993 with tls, 143 with starttls. */
+  port: z.number().int().min(1).max(65535).optional(),
+  security: z.enum(['tls', 'starttls']).default('tls'),
+  /** A CA certificate (PEM) to trust besides the system's, for a server with a private CA. */
+  ca_file: z.string().optional(),
+  user: z.string().min(1),
+  /** One of these three: the password from a file or an environment variable, or an OAuth2 access token file (XOAUTH2). */
+  password_file: z.string().optional(),
+  password_env: z.string().optional(),
+  oauth2_token_file: z.string().optional(),
+  folder: z.string().min(1).default('INBOX'),
+  /** Where accepted attachments are written for the pipeline; docex-sync owns it. Default: <state_db folder>/spool/<name>. */
+  spool_dir: z.string().optional(),
+  template_id: positiveInt.optional(),
+  folder_id: positiveInt.optional(),
+  metadata: z.string().optional(),
+  rules: z.array(MailRule).default([]),
+  attachments: Attachments.default({
+    include: [],
+    exclude: [],
+    mime_types: ['application/pdf', 'image/*'],
+    min_bytes: 0,
+    max_bytes: 25 * 1024 * 1024,
+    inline: false,
+  }),
+  after: After.default({ action: 'flag', flag: '$DocexTaken' }),
+  /** A message larger than this is not downloaded (skipped with a reason). */
+  max_message_bytes: positiveInt.default(100 * 1024 * 1024),
+  /** How often the folder is looked at when the server has no IDLE (and as a safety net with it). */
+  poll_interval_ms: z.number().int().min(1000).default(60_000),
+  /** Use IDLE when the server offers it. */
+  idle: z.boolean().default(true),
+  /** Where results go, as for a watch. */
+  output: z.string().min(1),
+  failed_dir: z.string().min(1),
+  formats: z
+    .array(z.enum(['json', 'csv']))
+    .min(1)
+    .default(['json', 'csv']),
+  daily_csv: z.boolean().default(true),
+  csv_style: z.enum(['standard', 'excel']).default('standard'),
+});
+
+export type MailboxConfig = z.output<typeof MailboxSection>;
+export type MailRuleConfig = MailboxConfig['rules'][number];
+export type AttachmentPolicy = MailboxConfig['attachments'];
+
+/** Problems a schema cannot see: one credential, a target for every rule, unique names. */
+export function mailboxProblems(mailboxes: MailboxConfig[]): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  mailboxes.forEach((m, i) => {
+    const key = `mailboxes[${i}]`;
+    if (seen.has(m.name)) problems.push(`${key}.name: "${m.name}" is used by another mailbox`);
+    seen.add(m.name);
+    const credentials = [m.password_file, m.password_env, m.oauth2_token_file].filter((c) => c !== undefined);
+    if (credentials.length !== 1)
+      problems.push(`${key}: give exactly one of password_file, password_env or oauth2_token_file`);
+    const hasDefault = m.template_id !== undefined || m.folder_id !== undefined;
+    m.rules.forEach((r, j) => {
+      if (r.from === undefined && r.subject === undefined)
+        problems.push(
+          `${key}.rules[${j}]: give from or subject (a rule without either matches every message)`,
+        );
+      if (!r.skip && !hasDefault && r.template_id === undefined && r.folder_id === undefined)
+        problems.push(`${key}.rules[${j}]: give template_id or folder_id (the mailbox has no default)`);
+    });
+    if (!hasDefault && m.rules.length === 0)
+      problems.push(`${key}: give template_id or folder_id (used for messages no rule matches), or rules`);
+  });
+  return problems;
+}
