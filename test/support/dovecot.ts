@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import { tmpdir, userInfo } from 'node:os';
+import { deflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { ensureDebianPackage, freePort, startProcess, until, type Service } from '../e2e/services.ts';
@@ -256,4 +257,14 @@ export function mimeMessage(m: {
     }),
   ];
   return `${head.join('\r\n')}\r\n\r\n${parts.map((p) => `--${boundary}\r\n${p}`).join('')}--${boundary}--\r\n`;
+}
+
+/** A small text PDF the emulator reads (`Label: value` lines), like a scanned invoice's text layer. */
+export function invoicePdf(number: string, total = '10,00'): Buffer {
+  const lines = [`Invoice number: ${number}`, `Total: ${total}`, 'Widget | 4,00', 'Gadget | 6,00'];
+  const content = deflateSync(Buffer.from(['BT', ...lines.map((l) => `(${l}) Tj T*`), 'ET'].join('\n')));
+  const head = Buffer.from(
+    `%PDF-1.4\n1 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`,
+  );
+  return Buffer.concat([head, content, Buffer.from('\nendstream\nendobj\n%%EOF\n')]);
 }

@@ -1,5 +1,8 @@
-/** The `mailboxes:` section of docex-sync's config (docs/daemon.md, "Mailboxes"): schema only, no I/O. */
+/** The `mailboxes:` section of docex-sync's config (docs/daemon.md, "Mailboxes"): schema and checks, no I/O. */
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { z } from 'zod/v4';
+import type { WatchConfig } from '../common/config.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -79,6 +82,8 @@ export const MailboxSection = z.strictObject({
   /** Where results go, as for a watch. */
   output: z.string().min(1),
   failed_dir: z.string().min(1),
+  /** Where the attachment files go after their results are written; without it they are deleted from the spool (the mail keeps them). */
+  processed_dir: z.string().optional(),
   formats: z
     .array(z.enum(['json', 'csv']))
     .min(1)
@@ -115,4 +120,89 @@ export function mailboxProblems(mailboxes: MailboxConfig[]): string[] {
       problems.push(`${key}: give template_id or folder_id (used for messages no rule matches), or rules`);
   });
   return problems;
+}
+
+/** Where a message's attachments are uploaded: a template or folder, and the metadata sent along. */
+export interface MailTarget {
+  template_id?: number;
+  folder_id?: number;
+  metadata?: string;
+}
+
+/** A stable folder name per target, so queued files keep their target when rules are reordered. */
+export function targetKey(target: MailTarget): string {
+  const where =
+    target.template_id !== undefined ? `template-${target.template_id}` : `folder-${target.folder_id}`;
+  if (target.metadata === undefined) return where;
+  return `${where}-${createHash('sha256').update(target.metadata).digest('hex').slice(0, 8)}`;
+}
+
+/** Every target a mailbox can send attachments to: its own, and each rule's. */
+export function targetsOf(mailbox: MailboxConfig): MailTarget[] {
+  const all: MailTarget[] = [];
+  if (mailbox.template_id !== undefined || mailbox.folder_id !== undefined)
+    all.push({ template_id: mailbox.template_id, folder_id: mailbox.folder_id, metadata: mailbox.metadata });
+  for (const rule of mailbox.rules) {
+    if (rule.skip) continue;
+    const own = rule.template_id !== undefined || rule.folder_id !== undefined;
+    all.push({
+      template_id: own ? rule.template_id : mailbox.template_id,
+      folder_id: own ? rule.folder_id : mailbox.folder_id,
+      metadata: rule.metadata ?? mailbox.metadata,
+    });
+  }
+  return all;
+}
+
+/** The spool folder of a mailbox's target: the pipeline's watch key for its attachment files. */
+export const spoolFolder = (mailbox: MailboxConfig, target: MailTarget) =>
+  join(mailbox.spool_dir!, targetKey(target));
+
+/**
+ * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
+ * files itself), uploads to the target and writes results like any watch.
+ */
+export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
+  const watches = new Map<string, WatchConfig>();
+  for (const m of config.mailboxes)
+    for (const t of targetsOf(m)) {
+      const path = spoolFolder(m, t);
+      watches.set(path, {
+        path,
+        template_id: t.template_id,
+        folder_id: t.folder_id,
+        metadata: t.metadata,
+        recursive: true,
+        include: [],
+        exclude: [],
+        output: m.output,
+        on_success: m.processed_dir ? 'move' : 'delete',
+        processed_dir: m.processed_dir,
+        failed_dir: m.failed_dir,
+        formats: m.formats,
+        daily_csv: m.daily_csv,
+        csv_style: m.csv_style,
+        stable_ms: 0,
+        polling: false,
+        polling_interval_ms: 1000,
+        rescan_interval_ms: 60_000,
+      });
+    }
+  return [...watches.values()];
+}
+
+/** Paths made absolute (relative to the config file), the spool defaulting to <state_db folder>/spool/<name>. */
+export function resolveMailboxes(
+  config: { state_db: string; mailboxes: MailboxConfig[] },
+  abs: (p: string) => string,
+) {
+  for (const m of config.mailboxes) {
+    m.spool_dir = m.spool_dir ? abs(m.spool_dir) : join(dirname(config.state_db), 'spool', m.name);
+    m.output = abs(m.output);
+    m.failed_dir = abs(m.failed_dir);
+    if (m.processed_dir) m.processed_dir = abs(m.processed_dir);
+    if (m.ca_file) m.ca_file = abs(m.ca_file);
+    if (m.password_file) m.password_file = abs(m.password_file);
+    if (m.oauth2_token_file) m.oauth2_token_file = abs(m.oauth2_token_file);
+  }
 }

@@ -3,17 +3,9 @@
  * taken (and under what safe name), which are skipped and why. Mail is untrusted input: a name never
  * chooses a folder, and no part can make this throw.
  */
-import { createHash } from 'node:crypto';
 import { simpleParser, type Attachment } from 'mailparser';
 import { safeFileName } from '@docex/shared';
-import type { AttachmentPolicy, MailboxConfig } from './config.ts';
-
-/** Where a message's attachments are uploaded: a template or folder, and the metadata sent along. */
-export interface MailTarget {
-  template_id?: number;
-  folder_id?: number;
-  metadata?: string;
-}
+import type { AttachmentPolicy, MailboxConfig, MailTarget } from './config.ts';
 
 /** A message as the status, the state DB and the results name it. */
 export interface MessageSummary {
@@ -79,14 +71,6 @@ const targetOf = (mailbox: MailboxConfig, metadata = mailbox.metadata): MailTarg
   folder_id: mailbox.folder_id,
   metadata,
 });
-
-/** A stable folder name per target, so queued files keep their target when rules are reordered. */
-export function targetKey(target: MailTarget): string {
-  const where =
-    target.template_id !== undefined ? `template-${target.template_id}` : `folder-${target.folder_id}`;
-  if (target.metadata === undefined) return where;
-  return `${where}-${createHash('sha256').update(target.metadata).digest('hex').slice(0, 8)}`;
-}
 
 const TNEF = /^(winmail\.dat|win\.dat)$/i;
 const typeMatches = (pattern: string, type: string) =>

@@ -1,7 +1,7 @@
 /** What a message yields: rules by sender and subject, attachment policy, and hostile MIME that must never throw or name a path. */
 import { describe, expect, it } from 'vitest';
-import { MailboxSection, mailboxProblems } from '../../../daemon/src/mail/config.ts';
-import { messageYield, ruleFor, targetKey } from '../../../daemon/src/mail/select.ts';
+import { MailboxSection, mailboxProblems, targetKey } from '../../../daemon/src/mail/config.ts';
+import { messageYield, ruleFor } from '../../../daemon/src/mail/select.ts';
 import { mimeMessage } from '../../support/dovecot.ts';
 
 const mailbox = (extra: Record<string, unknown> = {}) =>
