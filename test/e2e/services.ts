@@ -37,7 +37,7 @@ export async function until<T>(
 }
 
 /** Installs a Debian package when `present()` says it is missing; fails with a clear message. */
-function ensureDebianPackage(pkg: string, present: () => boolean): void {
+export function ensureDebianPackage(pkg: string, present: () => boolean): void {
   if (present()) return;
   process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
   const install = () =>

@@ -4,6 +4,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { nodeCron, yaml } from './lazy.ts';
+import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { didYouMean } from './suggest.ts';
 
 const positiveInt = z.number().int().positive();
@@ -152,7 +153,9 @@ export const ConfigSchema = z.strictObject({
       retry_max_ms: 15 * 60_000,
       probe_interval_ms: 60_000,
     }),
-  watch: z.array(WatchFolder).min(1),
+  watch: z.array(WatchFolder).default([]),
+  /** Mail intake (daemon/src/mail): each mailbox's attachments go through the pipeline like dropped files. */
+  mailboxes: z.array(MailboxSection).default([]),
   pull: z
     .strictObject({
       schedule: cron,
@@ -264,7 +267,10 @@ export function loadConfig(file: string): Config {
   config.state_db = abs(config.state_db);
   if (config.api.api_key_file) config.api.api_key_file = abs(config.api.api_key_file);
   if (config.pull) config.pull.output = abs(config.pull.output);
-  const problems: string[] = [];
+  const problems: string[] = mailboxProblems(config.mailboxes);
+  if (config.watch.length === 0 && config.mailboxes.length === 0)
+    problems.push('watch: give at least one folder to watch (or a mailbox under mailboxes)');
+  resolveMailboxes(config, abs);
   if (config.http?.token_file) config.http.token_file = abs(config.http.token_file);
   if (config.http && !LOOPBACK.includes(config.http.host)) {
     if (!config.http.allow_remote)

@@ -27,6 +27,7 @@ import {
   type Policy,
   NEVER,
 } from './lifecycle.ts';
+import { spoolWatches } from '../mail/config.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { routeFor, type Routed } from './routes.ts';
@@ -120,7 +121,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     super();
     this.deps = deps;
     this.now = deps.now ?? Date.now;
-    this.watches = new Map(deps.config.watch.map((w) => [w.path, w]));
+    this.watches = new Map([...deps.config.watch, ...spoolWatches(deps.config)].map((w) => [w.path, w]));
     this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
   }
 
@@ -557,6 +558,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         task,
         outcome,
         sourceName: basename(row.path),
+        message: this.deps.db.mailSourceOf(row.id),
       });
     } catch (error) {
       const blocked = this.apply(current, { kind: 'results-failed', error });

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import type { Config, RerunConfig, WatchConfig } from '../common/config.ts';
 import type { Notifier } from './notify.ts';
+import { spoolWatches } from '../mail/config.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
 
@@ -171,7 +172,7 @@ export async function refreshAfterRerun(
   const options = { ...DEFAULT_REFRESH, ...deps.refresh };
   const results = deps.results ?? new ResultWriter(client, { log, now });
   results.layouts.clear();
-  const watches = new Map(config.watch.map((w) => [w.path, w]));
+  const watches = new Map([...config.watch, ...spoolWatches(config)].map((w) => [w.path, w]));
   const pending = new Map<number, FileRow[]>();
   for (const row of db.filesOfDocuments(documentIds)) {
     if (!watches.has(row.watch)) continue;
@@ -238,6 +239,7 @@ async function rewriteIfChanged(
     outcome: row.outcome === 'duplicate' ? 'duplicate' : 'processed',
     sourceName,
     refreshedBy: rerunName,
+    message: before?.message,
   });
   return true;
 }

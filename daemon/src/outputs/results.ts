@@ -15,6 +15,7 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import { inside, writeAtomic } from '../common/files.ts';
+import type { MailSource } from '../store/state.ts';
 
 /** The template's fields in display order, and how it writes numbers. */
 export interface TemplateLayout {
@@ -192,6 +193,8 @@ export interface ResultContext {
   sourceName: string;
   /** Set when the results are rewritten after a rerun. */
   refreshedBy?: string;
+  /** The e-mail the file came from (mail intake). */
+  message?: MailSource;
 }
 
 /** The JSON result as written (what later reads of it, e.g. after a rerun, can rely on). */
@@ -206,6 +209,7 @@ export interface ResultJson {
   fraud_score: number | null;
   written_at: string;
   refreshed_after_rerun?: string;
+  message?: MailSource;
 }
 
 export const jsonResultPath = (output: string, sourceName: string, documentId: number) =>
@@ -290,6 +294,7 @@ export class ResultWriter {
         fraud_score: fraud.score,
         written_at: writtenAt.toISOString(),
         ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
+        ...(ctx.message ? { message: ctx.message } : {}),
       };
       written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
     }

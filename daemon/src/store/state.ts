@@ -99,6 +99,32 @@ const MIGRATIONS = [
   `CREATE INDEX IF NOT EXISTS files_next ON files(next_at);`,
   // 4: the route a file is sent by (routing by subfolder), counted per route by status.
   `ALTER TABLE files ADD COLUMN route TEXT;`,
+  // 5: mail intake (daemon/src/mail): each message seen, keyed by mailbox + UIDVALIDITY + UID, and
+  // which file rows its attachments became.
+  `CREATE TABLE IF NOT EXISTS mail_messages (
+    id INTEGER PRIMARY KEY,
+    mailbox TEXT NOT NULL,
+    uidvalidity INTEGER NOT NULL,
+    uid INTEGER NOT NULL,
+    message_id TEXT,
+    sender TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    sent_at TEXT,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    attachments INTEGER NOT NULL,
+    skipped TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    done_at INTEGER,
+    UNIQUE (mailbox, uidvalidity, uid)
+  );
+  CREATE INDEX IF NOT EXISTS mail_messages_mid ON mail_messages(mailbox, message_id);
+  CREATE INDEX IF NOT EXISTS mail_messages_pending ON mail_messages(mailbox, done_at);
+  CREATE TABLE IF NOT EXISTS mail_attachments (
+    file_id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL,
+    name TEXT NOT NULL
+  );`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -116,6 +142,37 @@ export interface PausedWatch {
   paused_reason: string;
   paused_at: number;
   probe_at: number;
+}
+
+/** A message as the intake records it: what it yielded, before its after-action runs. */
+export interface NewMailMessage {
+  mailbox: string;
+  uidvalidity: number;
+  uid: number;
+  message_id: string | null;
+  sender: string;
+  subject: string;
+  sent_at: string | null;
+  /** taken: its attachments are in the pipeline; duplicate: its Message-ID was taken before; skipped: nothing to take. */
+  outcome: 'taken' | 'duplicate' | 'skipped';
+  reason: string | null;
+  skipped: Array<{ name: string; reason: string }>;
+}
+export interface MailMessageRow extends Omit<NewMailMessage, 'skipped'> {
+  id: number;
+  attachments: number;
+  skipped: string;
+  recorded_at: number;
+  done_at: number | null;
+}
+/** The message an attachment's file row came from, as results name it. */
+export interface MailSource {
+  mailbox: string;
+  from: string;
+  subject: string;
+  date: string | null;
+  message_id: string | null;
+  attachment: string;
 }
 
 /** The DB is held by another running docex-sync. */
@@ -604,5 +661,90 @@ export class StateDb {
   }
   lastReruns(limit = 5) {
     return this.st(`SELECT * FROM reruns ORDER BY id DESC LIMIT ?`).all(limit);
+  }
+
+  /**
+   * A message and the file rows of its attachments, in one commit (written to the spool before):
+   * after this returns, a crash loses none of them and a restart does not take the message again.
+   */
+  recordMail(message: NewMailMessage, files: Array<NewFile & { name: string }>, now: number): number {
+    const id = this.write(() => {
+      const messageId = Number(
+        this.st(
+          `INSERT INTO mail_messages (mailbox, uidvalidity, uid, message_id, sender, subject, sent_at, outcome, reason, attachments, skipped, recorded_at)
+           VALUES (@mailbox, @uidvalidity, @uid, @message_id, @sender, @subject, @sent_at, @outcome, @reason, @attachments, @skipped, @now)`,
+        ).run({ ...message, attachments: files.length, skipped: JSON.stringify(message.skipped), now })
+          .lastInsertRowid,
+      );
+      for (const file of files) {
+        const fileId = this.insert(file.watch, file, now, 0);
+        this.st(`INSERT INTO mail_attachments (file_id, message, name) VALUES (?, ?, ?)`).run(
+          fileId,
+          messageId,
+          file.name,
+        );
+      }
+      return messageId;
+    });
+    this.flush();
+    return id;
+  }
+  mailMessage(mailbox: string, uidvalidity: number, uid: number): MailMessageRow | undefined {
+    return this.st(`SELECT * FROM mail_messages WHERE mailbox = ? AND uidvalidity = ? AND uid = ?`).get(
+      mailbox,
+      uidvalidity,
+      uid,
+    ) as MailMessageRow | undefined;
+  }
+  /** The first message of this Message-ID whose attachments were taken (the second identity check). */
+  mailTakenWithMessageId(mailbox: string, messageId: string): MailMessageRow | undefined {
+    return this.st(
+      `SELECT * FROM mail_messages WHERE mailbox = ? AND message_id = ? AND outcome = 'taken' ORDER BY id LIMIT 1`,
+    ).get(mailbox, messageId) as MailMessageRow | undefined;
+  }
+  /** Which of `uids` (under this UIDVALIDITY) are recorded already. */
+  mailKnownUids(mailbox: string, uidvalidity: number, uids: number[]): Set<number> {
+    if (uids.length === 0) return new Set();
+    return new Set(
+      this.st(
+        `SELECT uid FROM mail_messages WHERE mailbox = ? AND uidvalidity = ? AND uid IN (SELECT value FROM json_each(?))`,
+      )
+        .pluck()
+        .all(mailbox, uidvalidity, JSON.stringify(uids)) as number[],
+    );
+  }
+  /** Recorded messages whose after-action (flag, move) has not run yet. */
+  mailPending(mailbox: string): MailMessageRow[] {
+    return this.st(`SELECT * FROM mail_messages WHERE mailbox = ? AND done_at IS NULL ORDER BY id`).all(
+      mailbox,
+    ) as MailMessageRow[];
+  }
+  mailDone(id: number, now: number) {
+    this.write(() => this.st(`UPDATE mail_messages SET done_at = ? WHERE id = ?`).run(now, id));
+  }
+  /** For status: messages by outcome and attachments taken. */
+  mailCounts(mailbox: string): { messages: Record<string, number>; attachments: number } {
+    const messages: Record<string, number> = { taken: 0, duplicate: 0, skipped: 0 };
+    let attachments = 0;
+    for (const r of this.st(
+      `SELECT outcome, COUNT(*) AS n, SUM(attachments) AS a FROM mail_messages WHERE mailbox = ? GROUP BY outcome`,
+    ).all(mailbox) as Array<{ outcome: string; n: number; a: number }>) {
+      messages[r.outcome] = r.n;
+      attachments += r.a;
+    }
+    return { messages, attachments };
+  }
+  /** The last messages that had something skipped or were skipped, newest first. */
+  mailSkips(mailbox: string, limit = 5): MailMessageRow[] {
+    return this.st(
+      `SELECT * FROM mail_messages WHERE mailbox = ? AND skipped != '[]' ORDER BY id DESC LIMIT ?`,
+    ).all(mailbox, limit) as MailMessageRow[];
+  }
+  /** The message a file row came from, when it came from a mailbox. */
+  mailSourceOf(fileId: number): MailSource | undefined {
+    return this.st(
+      `SELECT m.mailbox, m.sender AS "from", m.subject, m.sent_at AS date, m.message_id, a.name AS attachment
+       FROM mail_attachments AS a JOIN mail_messages AS m ON m.id = a.message WHERE a.file_id = ?`,
+    ).get(fileId) as MailSource | undefined;
   }
 }

@@ -1,0 +1,249 @@
+/**
+ * The mail intake against a real dovecot and the emulator: mails placed with APPEND end as results
+ * naming their message, with rules by sender, several attachments per mail, the after-action only
+ * once every attachment is recorded, and no attachment taken twice (restart, Message-ID again).
+ */
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../daemon/src/common/logging.ts';
+import { MailIntake } from '../../../daemon/src/mail/intake.ts';
+import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
+import { makeWorld, until, type World } from '../helpers.ts';
+
+let dovecot: Dovecot;
+beforeAll(async () => {
+  dovecot = await startDovecot();
+});
+afterAll(() => dovecot?.stop());
+
+let world: World | undefined;
+let intake: MailIntake | undefined;
+afterEach(async () => {
+  await intake?.stop();
+  intake = undefined;
+  await world?.cleanup();
+  world = undefined;
+});
+
+async function mailWorld(extra: string[] = [], after = "{ action: flag, flag: '$DocexTaken' }") {
+  const w = await makeWorld({
+    extraYaml: [
+      'mailboxes:',
+      '  - name: invoices',
+      '    host: 127.0.0.1',
+      `    port: ${dovecot.tlsPort}`,
+      `    ca_file: ${dovecot.caFile}`,
+      '    user: invoices',
+      '    password_file: ./mail.pw',
+      '    template_id: TEMPLATE',
+      '    output: ./mail-results',
+      '    failed_dir: ./mail-failed',
+      '    poll_interval_ms: 1000',
+      `    after: ${after}`,
+      ...extra,
+    ].join('\n'),
+  });
+  const yaml = await readFile(w.configFile, 'utf8');
+  await writeFile(w.configFile, yaml.replaceAll('TEMPLATE', String(w.templateId)));
+  await writeFile(join(w.dir, 'mail.pw'), `${dovecot.users[0]!.password}\n`);
+  world = w;
+  return w;
+}
+
+async function startIntake(w: World, running: RunningDaemon) {
+  const log = createLogger('debug', {
+    pretty: false,
+    destination: { write: (s: string) => void w.logs.push(s) } as never,
+  });
+  const mailbox = w.config().mailboxes[0]!;
+  const i = new MailIntake({ mailbox, db: running.db, log, wake: () => running.pipeline.wake() });
+  await i.cleanSpool();
+  i.start();
+  intake = i;
+  return i;
+}
+
+const jsonResults = async (dir: string) =>
+  Promise.all(
+    (await readdir(dir).catch(() => [] as string[]))
+      .filter((n) => n.endsWith('.json'))
+      .map(async (n) => JSON.parse(await readFile(join(dir, n), 'utf8')) as Record<string, any>),
+  );
+
+async function flagsOf(folder = 'INBOX') {
+  const imap = await dovecot.client();
+  try {
+    const lock = await imap.getMailboxLock(folder);
+    try {
+      const out = new Map<number, string[]>();
+      for await (const m of imap.fetch('1:*', { uid: true, flags: true }))
+        out.set(m.uid, [...(m.flags ?? [])]);
+      return out;
+    } finally {
+      lock.release();
+    }
+  } finally {
+    await imap.logout();
+  }
+}
+
+async function clearInbox() {
+  const imap = await dovecot.client();
+  try {
+    const lock = await imap.getMailboxLock('INBOX');
+    try {
+      await imap.messageDelete('1:*').catch(() => undefined);
+    } finally {
+      lock.release();
+    }
+  } finally {
+    await imap.logout();
+  }
+}
+
+describe('mail intake (real dovecot)', () => {
+  it('a mail with several invoices ends as results naming the message; the mail is flagged after all are recorded', async () => {
+    await clearInbox();
+    const w = await mailWorld();
+    const running = await w.start();
+    await startIntake(w, running);
+    const uid = await dovecot.append(
+      mimeMessage({
+        from: 'Acme Billing <billing@acme.test>',
+        subject: 'Invoices M-1, M-2',
+        messageId: '<inv-m1@acme.test>',
+        attachments: [
+          { name: 'M-1.pdf', content: invoicePdf('M-1') },
+          { name: 'M-2.pdf', content: invoicePdf('M-2') },
+          { name: 'logo.png', type: 'image/png', content: Buffer.alloc(500, 1), inline: true },
+        ],
+      }),
+    );
+    const results = await until(
+      'two results',
+      async () => {
+        const r = await jsonResults(join(w.dir, 'mail-results'));
+        return r.length === 2 ? r : undefined;
+      },
+      30_000,
+    );
+    expect(results.map((r) => r.message).sort((a, b) => a.attachment.localeCompare(b.attachment))).toEqual([
+      {
+        mailbox: 'invoices',
+        from: '"Acme Billing" <billing@acme.test>',
+        subject: 'Invoices M-1, M-2',
+        date: '2026-11-20T09:30:00.000Z',
+        message_id: '<inv-m1@acme.test>',
+        attachment: 'M-1.pdf',
+      },
+      {
+        mailbox: 'invoices',
+        from: '"Acme Billing" <billing@acme.test>',
+        subject: 'Invoices M-1, M-2',
+        date: '2026-11-20T09:30:00.000Z',
+        message_id: '<inv-m1@acme.test>',
+        attachment: 'M-2.pdf',
+      },
+    ]);
+    expect((await flagsOf()).get(uid)).toContain('$DocexTaken');
+    const status = intake!.status();
+    expect(status).toMatchObject({
+      connected: true,
+      idle: true,
+      login_refused: null,
+      attachments: 2,
+      messages: { taken: 1 },
+    });
+    expect(status.skipped).toEqual([
+      expect.objectContaining({ name: 'logo.png', reason: expect.stringContaining('inline image') }),
+    ]);
+    expect(w.logs.join('')).not.toContain(dovecot.users[0]!.password);
+  });
+
+  it('rules by sender choose template and metadata; skip rules leave a mail untaken, with the reason', async () => {
+    await clearInbox();
+    const w = await mailWorld([
+      '    rules:',
+      "      - from: '*@acme.test'",
+      '        metadata: \'{"supplier":"acme"}\'',
+      "      - subject: '*newsletter*'",
+      '        skip: true',
+    ]);
+    const running = await w.start();
+    await startIntake(w, running);
+    await dovecot.append(
+      mimeMessage({
+        from: 'news@shop.test',
+        subject: 'Our newsletter',
+        attachments: [{ name: 'promo.pdf', content: invoicePdf('N-1') }],
+      }),
+    );
+    await dovecot.append(
+      mimeMessage({
+        from: 'billing@acme.test',
+        subject: 'Invoice R-1',
+        attachments: [{ name: 'R-1.pdf', content: invoicePdf('R-1') }],
+      }),
+    );
+    const [result] = await until(
+      'the acme result',
+      async () => {
+        const r = await jsonResults(join(w.dir, 'mail-results'));
+        return r.length === 1 ? r : undefined;
+      },
+      30_000,
+    );
+    expect(result!.message.subject).toBe('Invoice R-1');
+    expect(result!.document.metadata).toBe('{"supplier":"acme"}');
+    await until(
+      'both messages recorded',
+      () => intake!.status().messages.skipped === 1 && intake!.status().messages.taken === 1,
+    );
+    expect(intake!.status().skipped).toEqual([
+      expect.objectContaining({ name: 'promo.pdf', reason: 'rules[1] says skip' }),
+    ]);
+  });
+
+  it('a restart and the same Message-ID again take nothing twice', async () => {
+    await clearInbox();
+    const w = await mailWorld([], '{ action: leave }');
+    let running = await w.start();
+    await startIntake(w, running);
+    const raw = mimeMessage({
+      messageId: '<again@acme.test>',
+      attachments: [{ name: 'A-1.pdf', content: invoicePdf('A-1') }],
+    });
+    await dovecot.append(raw);
+    await until(
+      'one result',
+      async () => (await jsonResults(join(w.dir, 'mail-results'))).length === 1,
+      30_000,
+    );
+    await intake!.stop();
+    await running.stop();
+    running = await w.start();
+    await startIntake(w, running);
+    await dovecot.append(raw); // the same mail again (another UID, same Message-ID)
+    await until('the copy recorded', () => intake!.status().messages.duplicate === 1, 30_000);
+    await until('pipeline idle', () => running.pipeline.idle());
+    expect(await jsonResults(join(w.dir, 'mail-results'))).toHaveLength(1);
+    expect(intake!.status()).toMatchObject({ attachments: 1, messages: { taken: 1, duplicate: 1 } });
+  });
+
+  it('a refused login is a status with the reason, never the password', async () => {
+    const w = await mailWorld();
+    await writeFile(join(w.dir, 'mail.pw'), 'wrong-password-0815\n');
+    const running = await w.start();
+    const i = await startIntake(w, running);
+    const status = await until(
+      'the refusal',
+      () => (i.status().login_refused ? i.status() : undefined),
+      30_000,
+    );
+    expect(status.connected).toBe(false);
+    expect(status.login_refused).toMatch(/refused the login/);
+    expect(JSON.stringify(status) + w.logs.join('')).not.toContain('wrong-password-0815');
+  });
+});
