@@ -4,12 +4,17 @@ import {
   type INodeExecutionData,
   type INodeType,
   type INodeTypeDescription,
+  type UsableAsToolDescription,
 } from 'n8n-workflow';
 import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
 import { properties, subtitle } from './actions/properties.ts';
 import { outputsExpression } from './actions/review.ts';
+import { toolDescriptionProperties } from './actions/tool.ts';
 import { allOperations, router } from './actions/router.ts';
 import { listSearch } from './methods/index.ts';
+
+const NODE_DESCRIPTION =
+  'Extract data from invoices, receipts and other documents (PDF, scans) with the Document Extraction Service';
 
 export class Docex implements INodeType {
   /**
@@ -24,11 +29,16 @@ export class Docex implements INodeType {
     group: ['transform'],
     version: [1],
     subtitle,
-    description:
-      'Extract data from invoices, receipts and other documents (PDF, scans) with the Document Extraction Service',
+    description: NODE_DESCRIPTION,
     documentationUrl: DOCUMENTATION_URL,
     defaults: { name: 'Document Extraction' },
-    usableAsTool: true,
+    // The tool variant gets hand-written descriptions for the model (actions/tool.ts). n8n spreads
+    // `replacements` over the whole description, properties included, though its type names fewer keys.
+    usableAsTool: {
+      replacements: {
+        properties: [...toolDescriptionProperties(NODE_DESCRIPTION), ...properties],
+      } as UsableAsToolDescription['replacements'],
+    },
     inputs: [NodeConnectionTypes.Main],
     // One output; two ("Done", "Needs Review") when Route for Review is on (actions/review.ts).
     outputs: outputsExpression(

@@ -147,8 +147,33 @@ describe('Docex node description', () => {
     expect(optionsOf('dateLocale')).toEqual(new Set(LOCALES));
   });
 
-  it('is usable as a tool, uses the docexApi credential, and bounds Items in Parallel', () => {
-    expect(node.description.usableAsTool).toBe(true);
+  it('is usable as a tool, with a hand-written tool description per operation an agent uses', () => {
+    const tool = node.description.usableAsTool as { replacements: { properties: INodeProperties[] } };
+    const toolProps = tool.replacements.properties;
+    // The tool variant keeps every parameter of the node, after its own Description parameters.
+    expect(toolProps.slice(-properties.length)).toEqual(properties);
+    const descriptions = toolProps.filter((p) => p.name === 'toolDescription');
+    const shownFor = (resource: string, operation: string) =>
+      descriptions.filter((p) => {
+        const { show = {}, hide = {} } = p.displayOptions ?? {};
+        const matches = (rule: Record<string, unknown>, key: string, value: string) =>
+          rule[key] === undefined ? undefined : (rule[key] as string[]).includes(value);
+        if (matches(show, 'resource', resource) === false || matches(show, 'operation', operation) === false)
+          return false;
+        return !(matches(hide, 'resource', resource) || matches(hide, 'operation', operation));
+      });
+    // Exactly one Description for every operation, the agent's four hand-written.
+    for (const op of allOperations) {
+      expect(shownFor(op.resource.toLowerCase(), op.value), `${op.resource} ${op.value}`).toHaveLength(1);
+    }
+    expect(shownFor('document', 'extract')[0]!.default).toMatch(/Pass the link \(URL\) of the file/);
+    expect(shownFor('document', 'getData')[0]!.default).toMatch(/by its document_id/);
+    expect(shownFor('document', 'getAll')[0]!.default).toMatch(/^List the documents/);
+    expect(shownFor('document', 'rerun')[0]!.default).toMatch(/^Extract one or more documents again/);
+    expect(shownFor('folder', 'create')[0]!.default).toBe(node.description.description);
+  });
+
+  it('uses the docexApi credential, and bounds Items in Parallel', () => {
     expect(node.description.credentials).toEqual([{ name: 'docexApi', required: true }]);
     const parallel = flatten(properties).filter((p) => p.name === 'concurrency');
     expect(parallel.length).toBe(allOperations.length);
