@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import packageJson from '../../package.json' with { type: 'json' };
-import { checkConfig } from './check.ts';
+import { checkConfig, checkKey } from './check.ts';
 import {
   apiKeyFrom,
   baseUrlFrom,
@@ -20,8 +20,8 @@ import {
   loadConfig,
   type Config,
 } from '../common/config.ts';
-import { startDaemon } from '../engine/daemon.ts';
-import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { startDaemon, type StartOptions } from '../engine/daemon.ts';
+import { EXIT, exitCodeFor, KeyRefusedError } from '../common/exit.ts';
 import { createLogger } from '../common/logging.ts';
 import { createNotifier } from '../outputs/notify.ts';
 import { progressBar } from '../common/progressbar.ts';
@@ -331,6 +331,18 @@ function requireWatchedFolders(config: Config) {
 }
 
 /**
+ * One check_api_key before anything starts (no DB opened, no watcher): a refused key stops here with
+ * check's message (exit 3); an unreachable service does not, the run starts and checks again.
+ */
+async function keyFirst(config: Config, client: DocexClient): Promise<StartOptions> {
+  const baseUrl = baseUrlFrom(config, process.env);
+  const key = await checkKey(client, baseUrl);
+  if (key.ok) return {};
+  if (key.exitCode === EXIT.auth) throw new KeyRefusedError(key.problem);
+  return { keyUnchecked: { reason: key.problem, check: () => checkKey(client, baseUrl) } };
+}
+
+/**
  * `run`: until SIGINT/SIGTERM (exit 0) or a refused API key (exit 3). SIGHUP reloads the config: a
  * changed config that is invalid is refused with its problems in the log, and the running one stays.
  */
@@ -344,7 +356,7 @@ async function runUntilStopped(
   requireWatchedFolders(config);
   const signals = signalQueue(['SIGINT', 'SIGTERM', 'SIGHUP']);
   try {
-    let daemon = await startDaemon(config, client, log);
+    let daemon = await startDaemon(config, client, log, await keyFirst(config, client));
     for (;;) {
       const event = await Promise.race([
         daemon.failure.then((error) => ({ error })),
@@ -364,10 +376,21 @@ async function runUntilStopped(
           );
           continue;
         }
+        let options: StartOptions;
+        try {
+          options = await keyFirst(next.config, next.client);
+        } catch (error) {
+          log.fatal(
+            { config: configFile, err: (error as Error).message },
+            'SIGHUP: the API key is refused; stopping',
+          );
+          await daemon.stop();
+          throw error;
+        }
         log.info({ config: configFile }, 'SIGHUP: reloading the config');
         await daemon.stop();
         ({ config, log, client } = next);
-        daemon = await startDaemon(config, client, log);
+        daemon = await startDaemon(config, client, log, options);
         log.info({ config: configFile }, 'config reloaded');
         continue;
       }
