@@ -3,7 +3,7 @@
  * opened, no watcher; unreachable -> it starts, says so, and checks again until the service answers.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { invoice, makeWorld, runCli, SECRET, stopCliChildren, until, type World } from '../helpers.ts';
@@ -90,5 +90,47 @@ describe('run checks the API key first', () => {
       `docex-sync run: ${world.configFile}: API key: refused by ${world.emulator.url} (check_api_key: HTTP 401`,
     );
     expect(run.output()).toContain('"msg":"the service refused the API key: stopping; no file was changed"');
+  }, 60_000);
+});
+
+describe('last words that say what to do', () => {
+  it('a state DB that is not a database: exit 5, its path, how to move it aside and what that costs', async () => {
+    world = await makeWorld();
+    await mkdir(join(world.dir, 'state'));
+    await writeFile(
+      world.config().state_db,
+      'this is not a SQLite file, whatever its name says\n'.repeat(100),
+    );
+    for (const command of ['run', 'status', 'retry']) {
+      const cli = runCli([command, '--config', world.configFile, ...(command === 'retry' ? ['--all'] : [])]);
+      expect(await cli.exited, cli.output()).toBe(5);
+      const db = world.config().state_db;
+      expect(cli.output()).toContain(
+        `docex-sync ${command}: the state DB ${db} cannot be used: file is not a database`,
+      );
+      expect(cli.output()).toContain(`mv ${db} ${db}.broken`);
+      expect(cli.output()).toContain('files already archived stay where they are');
+      expect(cli.output()).toContain('the service answers DUPLICATE');
+      expect(cli.output()).not.toContain('    at ');
+      if (command === 'run') console.info(`printed: ${cli.output().trim().split('\n').at(-1)}`);
+    }
+  }, 60_000);
+
+  it('a YAML syntax error: the line and column, the reason, the line with a caret, what to do', async () => {
+    world = await makeWorld();
+    const file = join(world.dir, 'broken.yaml');
+    await writeFile(file, 'state_db: ./s.db\nwatch:\n  - path: ./inbox\n    template_id: 1: 2\n');
+    const cli = runCli(['check', '--config', file]);
+    expect(await cli.exited).toBe(2);
+    console.info(`printed:\n${cli.output()}`);
+    expect(cli.output()).toBe(
+      [
+        `docex-sync check: ${file}: not valid YAML at line 4, column 18: Nested mappings are not allowed in compact mappings`,
+        '      template_id: 1: 2',
+        '                   ^',
+        `  Fix it there (a value containing ": " or "#" needs quotes), then: docex-sync check --config ${file}`,
+        '',
+      ].join('\n'),
+    );
   }, 60_000);
 });
