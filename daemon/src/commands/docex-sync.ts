@@ -29,7 +29,7 @@ import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
 import { StateDb } from '../store/state.ts';
 import { retryFailed } from './retry.ts';
-import { cliStatus, renderStatus } from './status.ts';
+import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 import { didYouMean } from '../common/suggest.ts';
 
 export { EXIT } from '../common/exit.ts';
@@ -48,7 +48,7 @@ Commands:
   check    validate the config and the API key, then exit
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable, 5 state DB unusable.
+Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable, 5 state DB unusable;\nstatus: 0 healthy, 1 needs attention, 6 failing.
 Run "docex-sync <command> --help" for a command's options.`,
   run: `Usage: docex-sync run --config FILE\n\nRuns until SIGINT/SIGTERM, then lets work in flight reach a safe state and exits 0.\nSIGHUP reloads the config (a config with mistakes is refused and the running one kept).`,
   status: `Usage: docex-sync status --config FILE [--json]\n\nWhat needs attention (failed files with reasons, paused watches), files per state and per watch,\nthe oldest file still waiting, the last reruns and pull. --json: the schema in docs/daemon.md.`,
@@ -75,9 +75,11 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
   });
 }
 
-function status(config: Config, json: boolean) {
+/** Prints the status; its exit code says the health (0 healthy, 1 needs attention, 6 failing). */
+function status(config: Config, json: boolean): number {
   const snapshot = cliStatus(config);
   out(json ? JSON.stringify(snapshot, null, 2) : renderStatus(snapshot));
+  return STATUS_EXIT[snapshot.health.level];
 }
 
 /** Failed files named by name, path or pattern (or all), moved back into their watched folder. */
@@ -223,8 +225,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const config = loadConfig(configFile);
     if (command === 'status') {
-      status(config, values.json);
-      return EXIT.ok;
+      return status(config, values.json);
     }
     if (command === 'retry') {
       await retry(config, positionals, values.all);
