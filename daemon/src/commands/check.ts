@@ -83,29 +83,43 @@ function referencedIds(config: Config) {
   return ids;
 }
 
+/** What one check_api_key says: accepted, refused (exit 3) or not reached (exit 4), as one line naming the key or URL. */
+export type KeyCheck = { ok: true } | { ok: false; exitCode: 3 | 4; problem: string; error: unknown };
+
+export async function checkKey(client: DocexClient, baseUrl: string): Promise<KeyCheck> {
+  const refused = (why: string, error: unknown): KeyCheck => ({
+    ok: false,
+    exitCode: EXIT.auth,
+    problem: `API key: refused by ${baseUrl} (${why}); set DOCEX_API_KEY (or api.api_key_file) to a key this service accepts`,
+    error,
+  });
+  try {
+    const answer = await client.checkApiKey();
+    return answer.valid ? { ok: true } : refused('it says the key is not valid', undefined);
+  } catch (error) {
+    const exitCode = exitCodeFor(error);
+    const message = error instanceof Error ? error.message : String(error);
+    // A 403 to check_api_key, whatever its words, can only mean the key is not let in.
+    if (exitCode === EXIT.auth || error instanceof DocexPermissionError) return refused(message, error);
+    if (exitCode === EXIT.unreachable)
+      return {
+        ok: false,
+        exitCode,
+        problem: `api.base_url: ${baseUrl} cannot be reached (${message})`,
+        error,
+      };
+    throw error;
+  }
+}
+
 export async function checkConfig(
   config: Config,
   client: DocexClient,
   baseUrl: string,
 ): Promise<CheckReport> {
   const problems = await checkPaths(config);
-  try {
-    const answer = await client.checkApiKey();
-    if (!answer.valid)
-      return { problems: [...problems, `API key: ${baseUrl} says it is not valid`], exitCode: EXIT.auth };
-  } catch (error) {
-    const exitCode = exitCodeFor(error);
-    const message = error instanceof Error ? error.message : String(error);
-    // A 403 to check_api_key, whatever its words, can only mean the key is not let in.
-    if (exitCode === EXIT.auth || error instanceof DocexPermissionError)
-      return { problems: [...problems, `API key: refused by ${baseUrl} (${message})`], exitCode: EXIT.auth };
-    if (exitCode === EXIT.unreachable)
-      return {
-        problems: [...problems, `api.base_url: ${baseUrl} cannot be reached (${message})`],
-        exitCode,
-      };
-    throw error;
-  }
+  const key = await checkKey(client, baseUrl);
+  if (!key.ok) return { problems: [...problems, key.problem], exitCode: key.exitCode };
   for (const { key, kind, id } of referencedIds(config)) {
     try {
       if (kind === 'template') await client.fetchTemplate({ template_id: id });

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import packageJson from '../../package.json' with { type: 'json' };
-import { checkConfig } from './check.ts';
+import { checkConfig, checkKey } from './check.ts';
 import {
   apiKeyFrom,
   baseUrlFrom,
@@ -20,8 +20,8 @@ import {
   loadConfig,
   type Config,
 } from '../common/config.ts';
-import { startDaemon } from '../engine/daemon.ts';
-import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { startDaemon, type StartOptions } from '../engine/daemon.ts';
+import { EXIT, exitCodeFor, KeyRefusedError } from '../common/exit.ts';
 import { createLogger } from '../common/logging.ts';
 import { createNotifier } from '../outputs/notify.ts';
 import { progressBar } from '../common/progressbar.ts';
@@ -29,7 +29,7 @@ import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
 import { StateDb } from '../store/state.ts';
 import { retryFailed } from './retry.ts';
-import { cliStatus, renderStatus } from './status.ts';
+import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 import { didYouMean } from '../common/suggest.ts';
 
 export { EXIT } from '../common/exit.ts';
@@ -48,7 +48,7 @@ Commands:
   check    validate the config and the API key, then exit
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable.
+Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable, 5 state DB unusable;\nstatus: 0 healthy, 1 needs attention, 6 failing.
 Run "docex-sync <command> --help" for a command's options.`,
   run: `Usage: docex-sync run --config FILE\n\nRuns until SIGINT/SIGTERM, then lets work in flight reach a safe state and exits 0.\nSIGHUP reloads the config (a config with mistakes is refused and the running one kept).`,
   status: `Usage: docex-sync status --config FILE [--json]\n\nWhat needs attention (failed files with reasons, paused watches), files per state and per watch,\nthe oldest file still waiting, the last reruns and pull. --json: the schema in docs/daemon.md.`,
@@ -75,9 +75,11 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
   });
 }
 
-function status(config: Config, json: boolean) {
+/** Prints the status; its exit code says the health (0 healthy, 1 needs attention, 6 failing). */
+function status(config: Config, json: boolean): number {
   const snapshot = cliStatus(config);
   out(json ? JSON.stringify(snapshot, null, 2) : renderStatus(snapshot));
+  return STATUS_EXIT[snapshot.health.level];
 }
 
 /** Failed files named by name, path or pattern (or all), moved back into their watched folder. */
@@ -224,8 +226,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const config = loadConfig(configFile);
     if (command === 'status') {
-      status(config, values.json);
-      return EXIT.ok;
+      return status(config, values.json);
     }
     if (command === 'retry') {
       await retry(config, positionals, values.all);
@@ -332,6 +333,18 @@ function requireWatchedFolders(config: Config) {
 }
 
 /**
+ * One check_api_key before anything starts (no DB opened, no watcher): a refused key stops here with
+ * check's message (exit 3); an unreachable service does not, the run starts and checks again.
+ */
+async function keyFirst(config: Config, client: DocexClient): Promise<StartOptions> {
+  const baseUrl = baseUrlFrom(config, process.env);
+  const key = await checkKey(client, baseUrl);
+  if (key.ok) return {};
+  if (key.exitCode === EXIT.auth) throw new KeyRefusedError(key.problem);
+  return { keyUnchecked: { reason: key.problem, check: () => checkKey(client, baseUrl) } };
+}
+
+/**
  * `run`: until SIGINT/SIGTERM (exit 0) or a refused API key (exit 3). SIGHUP reloads the config: a
  * changed config that is invalid is refused with its problems in the log, and the running one stays.
  */
@@ -345,7 +358,7 @@ async function runUntilStopped(
   requireWatchedFolders(config);
   const signals = signalQueue(['SIGINT', 'SIGTERM', 'SIGHUP']);
   try {
-    let daemon = await startDaemon(config, client, log);
+    let daemon = await startDaemon(config, client, log, await keyFirst(config, client));
     for (;;) {
       const event = await Promise.race([
         daemon.failure.then((error) => ({ error })),
@@ -365,10 +378,21 @@ async function runUntilStopped(
           );
           continue;
         }
+        let options: StartOptions;
+        try {
+          options = await keyFirst(next.config, next.client);
+        } catch (error) {
+          log.fatal(
+            { config: configFile, err: (error as Error).message },
+            'SIGHUP: the API key is refused; stopping',
+          );
+          await daemon.stop();
+          throw error;
+        }
         log.info({ config: configFile }, 'SIGHUP: reloading the config');
         await daemon.stop();
         ({ config, log, client } = next);
-        daemon = await startDaemon(config, client, log);
+        daemon = await startDaemon(config, client, log, options);
         log.info({ config: configFile }, 'config reloaded');
         continue;
       }

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Config } from '../common/config.ts';
-import { statusSnapshot, type StatusSnapshot } from '../status/read-model.ts';
+import { HEADLINE, statusSnapshot, type HealthLevel, type StatusSnapshot } from '../status/read-model.ts';
 import { StateDb } from '../store/state.ts';
 
 export const STATUS_SCHEMA = 'docex-sync.status/1';
@@ -30,24 +30,22 @@ export function cliStatus(config: Config, now = Date.now): CliStatus {
   }
 }
 
-/** For a person: what needs attention first, then the counts. */
+/** `status`'s exit code (docs/daemon.md, "Exit codes"): 0 healthy, 1 needs attention, 6 failing. */
+export const STATUS_EXIT: Record<HealthLevel, number> = { healthy: 0, attention: 1, failing: 6 };
+
+/** For a person: the health and its reasons first, then the counts. */
 export function renderStatus(s: CliStatus): string {
   const lines: string[] = [];
   if (!s.state_db.exists) lines.push(`No state DB yet at ${s.state_db.path}: the daemon has not run.`);
-  const paused = s.watches.filter((w) => w.paused);
-  if (s.failed.total || paused.length || s.blocked.length || s.held.total || !s.health.ok) {
-    lines.push('Needs attention:');
-    for (const reason of s.health.reasons) lines.push(`  ${reason}`);
-    for (const h of s.held.files) lines.push(`  held ${h.file}: ${h.reason ?? 'no reason recorded'}`);
-    if (s.held.total > s.held.files.length)
-      lines.push(`  ... and ${s.held.total - s.held.files.length} more held file(s)`);
-    for (const f of s.failed.files) lines.push(`  failed ${f.file}: ${f.reason ?? 'no reason recorded'}`);
-    if (s.failed.total > s.failed.files.length)
-      lines.push(`  ... and ${s.failed.total - s.failed.files.length} more failed file(s)`);
-    for (const f of s.blocked) lines.push(`  held back ${f.file}: ${f.problem}`);
-    if (s.failed.total)
-      lines.push('  After fixing the cause: docex-sync retry --config FILE --all (or name the files).');
-  }
+  lines.push(HEADLINE[s.health.level] + (s.health.reasons.length ? ':' : ''));
+  for (const reason of s.health.reasons) lines.push(`  ${reason}`);
+  for (const h of s.held.files) lines.push(`  held ${h.file}: ${h.reason ?? 'no reason recorded'}`);
+  if (s.held.total > s.held.files.length)
+    lines.push(`  ... and ${s.held.total - s.held.files.length} more held file(s)`);
+  for (const f of s.failed.files) lines.push(`  failed ${f.file}: ${f.reason ?? 'no reason recorded'}`);
+  if (s.failed.total > s.failed.files.length)
+    lines.push(`  ... and ${s.failed.total - s.failed.files.length} more failed file(s)`);
+  for (const f of s.blocked) lines.push(`  held back ${f.file}: ${f.problem}`);
   const total = Object.values(s.files).reduce((a, b) => a + b, 0);
   lines.push(`Files: ${total}`);
   for (const [state, n] of Object.entries(s.files)) lines.push(`  ${state.padEnd(11)} ${n}`);

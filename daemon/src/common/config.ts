@@ -247,7 +247,9 @@ export function loadConfig(file: string): Config {
   try {
     raw = yaml().parse(text);
   } catch (error) {
-    throw new ConfigError(`${file}: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(
+      yamlProblem(file, error as Error & { linePos?: Array<{ line: number; col: number }> }),
+    );
   }
   const parsed = ConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
@@ -316,6 +318,18 @@ export function loadConfig(file: string): Config {
   if (problems.length)
     throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
   return config;
+}
+
+/** A YAML syntax error as the line and column, the reason, the line itself with a caret under the spot, and what to do. */
+function yamlProblem(file: string, error: Error & { linePos?: Array<{ line: number; col: number }> }) {
+  const [first = '', ...rest] = error.message.split('\n');
+  const at = error.linePos?.[0];
+  const reason = first.replace(/ at line \d+, column \d+:?$/, '');
+  return [
+    `${file}: not valid YAML${at ? ` at line ${at.line}, column ${at.col}` : ''}: ${reason}`,
+    ...rest.filter((line) => line.trim() !== '').map((line) => `  ${line}`),
+    `  Fix it there (a value containing ": " or "#" needs quotes), then: docex-sync check --config ${file}`,
+  ].join('\n');
 }
 
 /**

@@ -6,7 +6,7 @@
 import { DocexError, type ErrorKind } from '@docex/shared';
 import { ConfigError } from './config.ts';
 
-export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4, stateDb: 5 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 const EXIT_OF_KIND: Record<ErrorKind, ExitCode> = {
@@ -18,7 +18,15 @@ const EXIT_OF_KIND: Record<ErrorKind, ExitCode> = {
   aborted: EXIT.failure,
 };
 
+/** The service refused the API key (check_api_key at start or after a reload): names the key and what to do. */
+export class KeyRefusedError extends ConfigError {}
+
+/** The state DB cannot be used (not a SQLite file, damaged): names it, how to move it aside and the cost. */
+export class StateDbUnusableError extends Error {}
+
 export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof KeyRefusedError) return EXIT.auth;
+  if (error instanceof StateDbUnusableError) return EXIT.stateDb;
   if (error instanceof ConfigError) return EXIT.usage;
   if (error instanceof DocexError) return EXIT_OF_KIND[error.kind];
   return EXIT.failure;

@@ -17,6 +17,8 @@ import { runRerun } from '../outputs/reruns.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
+import type { KeyCheck } from '../commands/check.ts';
+import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 
 export interface RunningDaemon {
@@ -28,7 +30,21 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(config: Config, client: DocexClient, log: Logger): Promise<RunningDaemon> {
+export interface StartOptions {
+  /**
+   * The start's key check could not reach the service (why): the run starts, says the service is
+   * unreachable, and checks the key again with backoff until the service answers; a refusal then
+   * stops the run (exit 3) as at start.
+   */
+  keyUnchecked?: { reason: string; check: () => Promise<KeyCheck> };
+}
+
+export async function startDaemon(
+  config: Config,
+  client: DocexClient,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningDaemon> {
   const db = new StateDb(config.state_db);
   try {
     db.lockExclusive(Date.now());
@@ -50,6 +66,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     );
   const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
   pipeline.recover();
+  const keyCheck = options.keyUnchecked && checkKeyUntilAnswered(pipeline, config, log, options.keyUnchecked);
   let temps = 0;
   for (const w of config.watch) {
     // Never the watched folder itself: a missing one is a share not mounted, not something to create.
@@ -117,6 +134,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     async stop() {
       log.info('stopping: no new uploads; waiting for work in flight');
       stopping.abort();
+      keyCheck?.stop();
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
       await pipeline.stop();
@@ -126,6 +144,47 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
       await notify?.close();
       db.close();
       log.info('stopped');
+    },
+  };
+}
+
+/** Backoff of the key check while the service is away: the upload's, at most a minute apart. */
+function checkKeyUntilAnswered(
+  pipeline: Pipeline,
+  config: Config,
+  log: Logger,
+  unchecked: NonNullable<StartOptions['keyUnchecked']>,
+) {
+  pipeline.serviceUnreachable(`the API key could not be checked: ${unchecked.reason}`);
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let wait = config.upload.retry_base_ms;
+  const again = () => {
+    timer = setTimeout(() => {
+      void unchecked.check().then(
+        (key) => {
+          if (stopped) return;
+          if (key.ok) {
+            log.info('the API key is accepted');
+            pipeline.reachable();
+          } else if (key.exitCode === EXIT.auth) pipeline.refuse(new KeyRefusedError(key.problem));
+          else {
+            wait = Math.min(wait * 2, Math.min(config.upload.retry_max_ms, 60_000));
+            again();
+          }
+        },
+        (error: unknown) => {
+          log.error({ err: (error as Error).message }, 'the API key check failed; trying again');
+          if (!stopped) again();
+        },
+      );
+    }, wait);
+  };
+  again();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
     },
   };
 }

@@ -151,7 +151,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     return { decision, row: next };
   }
 
-  private runLevel(effect: Effect, row: FileRow) {
+  private runLevel(effect: Effect, row: FileRow | undefined) {
     const { db, log } = this.deps;
     if (effect.kind === 'stop-run') {
       if (this.refused === undefined) {
@@ -162,7 +162,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         );
         this.emit('run-refused', effect.error);
       }
-    } else if (effect.kind === 'pause-watch') {
+    } else if (effect.kind === 'pause-watch' && row) {
       const now = this.now();
       const probeMs = this.deps.config.upload.probe_interval_ms;
       const already = db.pausedWatches().some((w) => w.path === row.watch);
@@ -183,13 +183,23 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     }
   }
 
+  /** The API key was refused outside a file's step (the key check of a start): the run stops as if an upload met it. */
+  refuse(error: unknown) {
+    this.runLevel({ kind: 'stop-run', error }, undefined);
+  }
+
+  /** The service could not be reached outside a file's step (the key check of a start). */
+  serviceUnreachable(reason: string) {
+    this.runLevel({ kind: 'service-unreachable', reason }, undefined);
+  }
+
   /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
   private unreachable(): boolean {
     this.unreachableSet ??= this.deps.db.serviceUnreachable() !== undefined;
     return this.unreachableSet;
   }
 
-  private reachable() {
+  reachable() {
     if (this.unreachable()) {
       this.deps.db.markServiceReachable();
       this.unreachableSet = false;

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
-import { healthOf, statusSnapshot, type Health, type StatusSource } from './read-model.ts';
+import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
 import { retryFailed, type RetryOutcome } from '../commands/retry.ts';
 
 export interface HttpDeps extends StatusSource {
@@ -21,6 +21,11 @@ export interface HttpDeps extends StatusSource {
   wake?: () => void;
 }
 
+const HEALTHZ_STATUS: Record<HealthLevel, string> = {
+  healthy: 'ok',
+  attention: 'attention',
+  failing: 'unhealthy',
+};
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const TOKEN_COOKIE = 'docex_sync_token';
 const MAX_BODY = 64 * 1024;
@@ -111,10 +116,16 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
         health = healthOf(deps);
         files = deps.db.counts();
       } catch (error) {
-        health = { ok: false, reasons: [`the state DB cannot be read: ${(error as Error).message}`] };
+        health = {
+          level: 'failing',
+          ok: false,
+          reasons: [`the state DB cannot be read: ${(error as Error).message}`],
+        };
       }
-      return send(res, health.ok ? 200 : 503, {
-        status: health.ok ? 'ok' : 'unhealthy',
+      // Only failing is 503: a monitor that restarts on it must not restart for a failed file.
+      return send(res, health.level === 'failing' ? 503 : 200, {
+        status: HEALTHZ_STATUS[health.level],
+        level: health.level,
         ...(health.ok ? {} : { reasons: health.reasons }),
         files,
       });

@@ -3,7 +3,7 @@
  * and sends Retry as a JSON POST. Every text from files or the service is escaped.
  */
 import { createHash } from 'node:crypto';
-import type { StatusSnapshot } from './read-model.ts';
+import { HEADLINE, type StatusSnapshot } from './read-model.ts';
 import { FILE_STATES } from '../engine/lifecycle.ts';
 
 const esc = (v: unknown) =>
@@ -27,11 +27,11 @@ function counts(files: Record<string, number>, testid: string) {
 
 export function renderMain(s: StatusSnapshot): string {
   const queued = QUEUED.reduce((n, state) => n + (s.files[state] ?? 0), 0);
-  const health = s.health.ok
-    ? `<p class="ok" data-testid="health">Healthy</p>`
-    : `<div class="bad" data-testid="health"><strong>Needs attention</strong><ul>${s.health.reasons
-        .map((r) => `<li>${esc(r)}</li>`)
-        .join('')}</ul></div>`;
+  const health = `<div class="banner ${s.health.level}" data-testid="health" data-level="${s.health.level}"><strong>${
+    HEADLINE[s.health.level]
+  }</strong>${
+    s.health.reasons.length ? `<ul>${s.health.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
+  }</div>`;
   const service = s.service.key_refused
     ? `<span class="bad">the API key was refused</span>`
     : s.service.reachable
@@ -40,13 +40,13 @@ export function renderMain(s: StatusSnapshot): string {
   const summary = `<section><h2>Now</h2>
 <p class="big"><span data-testid="queued">${queued}</span> in the queue ·
 <span data-testid="failed-total">${s.failed.total}</span> failed ·
-<span data-testid="archived">${s.files.archived ?? 0}</span> done</p>
+<span data-testid="archived">${s.files.archived ?? 0}</span> finished (archived)</p>
 <p>Service: ${service}</p>
 <p>Last hour: <strong data-testid="hour-processed">${s.throughput.last_hour.processed}</strong> processed,
-<strong>${s.throughput.last_hour.failed}</strong> failed
-<span class="muted">(per 10 minutes, newest first: ${s.throughput.per_10_minutes
-    .map((b) => `${b.processed}${b.failed ? `/${b.failed}✗` : ''}`)
-    .join(' · ')})</span></p></section>`;
+<strong>${s.throughput.last_hour.failed}</strong> failed</p>
+<p class="muted" data-testid="per-10-minutes">Per 10 minutes, newest first: ${s.throughput.per_10_minutes
+    .map((b) => `${b.processed} processed${b.failed ? `, ${b.failed} failed` : ''}`)
+    .join('; ')}.</p></section>`;
   const watches = `<section><h2>Watched folders</h2><table><thead><tr><th>Folder</th>${FILE_STATES.map(
     (st) => `<th>${st}</th>`,
   ).join('')}</tr></thead><tbody>
@@ -72,7 +72,8 @@ ${s.watches
         .join('')}`,
   )
   .join('\n')}
-</tbody></table></section>`;
+</tbody></table>
+<p class="muted" data-testid="states-legend">discovered: waiting to settle · stable: ready to upload · uploading · uploaded: the service is extracting · done: results written, the original not moved yet · archived: finished, the original moved to the processed folder (or deleted or kept, per on_success) · failed: see below.</p></section>`;
   const failed = `<section><h2>Failed files</h2>${
     s.failed.total === 0
       ? '<p class="muted" data-testid="no-failed">None.</p>'
@@ -131,7 +132,7 @@ ${s.failed.files
 const STYLE = `body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:1rem 1.5rem;color:#1d2327}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #dde}td{font-variant-numeric:tabular-nums}
-.zero{color:#aab}.ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#667}.big{font-size:1.25rem}
+.zero{color:#aab}.ok{color:#1a7f37}.bad{color:#b42318}.banner{padding:.5rem .8rem;border-radius:4px}.banner.healthy{background:#e6f4ea;color:#1a7f37}.banner.attention{background:#fff4e5;color:#8a4b00}.banner.failing{background:#fde8e8;color:#b42318}.muted{color:#667}.big{font-size:1.25rem}
 .total{background:#f4f6f8}button{font:inherit;padding:.2rem .8rem;cursor:pointer}#note{min-height:1.4em}`;
 
 /** The whole page; the token (when the listener has one) is in a meta tag for the script's requests. */

@@ -61,7 +61,20 @@ export interface StatusSnapshot {
   };
 }
 
+/**
+ * One definition of health, said the same by `status` (and its exit code), the page's banner,
+ * /api/status and /healthz: failing (the run cannot work), needs attention (a person should look),
+ * healthy. `ok` is `level === 'healthy'`.
+ */
+export type HealthLevel = 'healthy' | 'attention' | 'failing';
+/** The level in words: `status`'s first line and the page's banner. */
+export const HEADLINE: Record<HealthLevel, string> = {
+  healthy: 'Healthy',
+  attention: 'Needs attention',
+  failing: 'Failing',
+};
 export interface Health {
+  level: HealthLevel;
   ok: boolean;
   reasons: string[];
 }
@@ -80,16 +93,36 @@ export interface StatusSource {
 export function healthOf(source: StatusSource): Health {
   const { db, config } = source;
   const now = (source.now ?? Date.now)();
-  const reasons: string[] = [];
-  if (source.keyRefused?.()) reasons.push('the service refused the API key');
+  const failing: string[] = [];
+  const attention: string[] = [];
+  if (source.keyRefused?.())
+    failing.push(
+      'the service refused the API key: set DOCEX_API_KEY (or api.api_key_file) to a key it accepts',
+    );
   const down = db.serviceUnreachable();
   const limit = config.http?.unhealthy_after_ms ?? 300_000;
-  if (down && now - down.since >= limit)
-    reasons.push(
-      `the service has been unreachable for ${Math.round((now - down.since) / 1000)} s: ${down.reason}`,
+  if (down) {
+    const reason = `the service has been unreachable for ${Math.round((now - down.since) / 1000)} s: ${down.reason}`;
+    (now - down.since >= limit ? failing : attention).push(reason);
+  }
+  for (const w of db.pausedWatches()) attention.push(`watch ${w.path} is paused: ${w.paused_reason}`);
+  const failed = db.counts().failed;
+  if (failed)
+    attention.push(
+      `${failed} failed file(s): fix the cause, then docex-sync retry --all (or Retry on the status page)`,
     );
-  for (const w of db.pausedWatches()) reasons.push(`watch ${w.path} is paused: ${w.paused_reason}`);
-  return { ok: reasons.length === 0, reasons };
+  const unrouted = db.counts().held;
+  if (unrouted)
+    attention.push(
+      `${unrouted} file(s) held: no route of their watch matches their sub-folder; add a route (or move them), they are never sent with a guessed template`,
+    );
+  const held = db.blocked(101).length;
+  if (held)
+    attention.push(
+      `${held > 100 ? 'over 100' : held} file(s) held back by a local problem (see "held back")`,
+    );
+  const level: HealthLevel = failing.length ? 'failing' : attention.length ? 'attention' : 'healthy';
+  return { level, ok: level === 'healthy', reasons: [...failing, ...attention] };
 }
 
 export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusSnapshot {

@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { StateDbUnusableError } from '../common/exit.ts';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
 
 /** The key-value rows of the state DB: each key is spelled here and nowhere else. */
@@ -178,6 +179,21 @@ export interface MailSource {
 /** The DB is held by another running docex-sync. */
 export class StateLockedError extends Error {}
 
+/**
+ * A file that is not a SQLite DB, or a damaged one, named with the way out: move it aside and start
+ * again, and what that costs (docs/daemon.md, "Exit codes").
+ */
+function unusable(path: string, error: unknown): unknown {
+  const code = (error as { code?: string }).code;
+  if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') return error;
+  return new StateDbUnusableError(
+    `the state DB ${path} cannot be used: ${(error as Error).message} (it is not a SQLite database, or it is damaged). ` +
+      `Stop docex-sync, move it aside (mv ${path} ${path}.broken, and its -wal and -shm files likewise if they are there) and start again: a new, empty state DB is made. ` +
+      `What that costs: files already archived stay where they are; files still in the watched folders are sent again, and the service answers DUPLICATE for those it already has (their results are written again); files in the failed folders stay there (move them back by hand to try again); ` +
+      `the list of failed files, the rerun and pull history start over, and so does the pull cursor (set pull.since to the last pull's time so that no change is missed).`,
+  );
+}
+
 export class StateDb {
   readonly db: Database.Database;
   readonly path: string;
@@ -194,11 +210,16 @@ export class StateDb {
     mkdirSync(dirname(path), { recursive: true });
     this.path = path;
     this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('temp_store = MEMORY');
-    this.migrate();
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma('temp_store = MEMORY');
+      this.migrate();
+    } catch (error) {
+      this.db.close();
+      throw unusable(path, error);
+    }
   }
 
   /** Marks a row as being worked on by this process (in memory: a restart starts clean). */

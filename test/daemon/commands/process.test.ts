@@ -112,7 +112,7 @@ describe('docex-sync as a process', () => {
     expect(await run.exited).toBe(0);
 
     const status = runCli(['status', '--config', world.configFile, '--json']);
-    expect(await status.exited).toBe(0);
+    expect(await status.exited).toBe(1); // a failed file: needs attention
     const report = JSON.parse(status.output());
     expect(report.files).toMatchObject({ archived: 1, failed: 1 });
     expect(report.failed.files[0].reason).toContain('the file is empty (0 bytes)');

@@ -87,13 +87,31 @@ describe('the status page and its API', () => {
       }),
     ]);
     expect(status.throughput.last_hour).toEqual({ processed: 1, failed: 1 });
-    expect(status.health).toEqual({ ok: true, reasons: [] });
+    // One health everywhere: a failed file needs attention on the page, in the API, /healthz and status.
+    expect(status.health).toEqual({
+      level: 'attention',
+      ok: false,
+      reasons: ['1 failed file(s): fix the cause, then docex-sync retry --all (or Retry on the status page)'],
+    });
+    const healthz = await call(port, '/healthz');
+    expect(healthz.status).toBe(200);
+    expect(healthz.json()).toMatchObject({
+      status: 'attention',
+      level: 'attention',
+      reasons: status.health.reasons,
+    });
 
     const page = await call(port, '/');
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(page.headers['content-security-policy']).toMatch(/script-src 'sha256-[^']+';/);
     expect(page.text).toContain('the file is empty (0 bytes)');
+    expect(page.text).toContain(
+      '<div class="banner attention" data-testid="health" data-level="attention"><strong>Needs attention</strong><ul><li>1 failed file(s)',
+    );
+    expect(page.text).toContain('1</span> finished (archived)');
+    expect(page.text).toContain('done: results written, the original not moved yet');
+    expect(page.text).toMatch(/Per 10 minutes, newest first: 1 processed, 1 failed; 0 processed;/);
     expect(page.text).toContain(`data-retry="${status.failed.files[0]!.id}"`);
 
     // The cause fixed where the file lies (it was empty), then Retry.
@@ -250,7 +268,7 @@ describe('the status page and its API', () => {
     const evil = '<img src=x onerror=alert(1)>';
     const snapshot: StatusSnapshot = {
       generated_at: '2026-01-01T00:00:00.000Z',
-      health: { ok: false, reasons: [evil] },
+      health: { level: 'failing', ok: false, reasons: [evil] },
       files: {
         held: 0,
         discovered: 0,
@@ -343,13 +361,16 @@ describe('/healthz that means it', () => {
     const port = portOf(daemon);
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1'));
     await until('unreachable noted', () => daemon.db.serviceUnreachable());
-    expect((await call(port, '/healthz')).status).toBe(200); // not yet for long
+    const early = await call(port, '/healthz'); // not yet for long: needs attention, not failing
+    expect(early.status).toBe(200);
+    expect(early.json()).toMatchObject({ status: 'attention', level: 'attention' });
     const down = await until('unhealthy', async () => {
       const answer = await call(port, '/healthz');
       return answer.status === 503 && answer;
     });
     expect(down.json()).toMatchObject({
       status: 'unhealthy',
+      level: 'failing',
       reasons: [expect.stringMatching(/^the service has been unreachable for \d+ s: /)],
     });
     world.emulator.faults.clear();
@@ -378,7 +399,8 @@ describe('/healthz that means it', () => {
       expect(answer.status).toBe(503);
       expect(answer.json()).toMatchObject({
         status: 'unhealthy',
-        reasons: ['the service refused the API key'],
+        level: 'failing',
+        reasons: [expect.stringMatching(/^the service refused the API key: set DOCEX_API_KEY/)],
       });
       const status = (await call(portOf(daemon), '/api/status')).json() as StatusSnapshot;
       expect(status.service.key_refused).toBe(true);
@@ -387,7 +409,7 @@ describe('/healthz that means it', () => {
     }
   });
 
-  it('503 while a watch is paused, with the watch and why', async () => {
+  it('a paused watch needs attention (200, not 503: a restart would not help), with the watch and why', async () => {
     world = await makeWorld({ extraYaml: 'http: { port: 0 }' });
     await writeFile(
       world.configFile,
@@ -397,9 +419,10 @@ describe('/healthz that means it', () => {
     await writeFile(join(world.dir, 'inbox', 'p.txt'), invoice('P-1'));
     await until('paused', () => daemon.db.pausedWatches().length === 1);
     const answer = await call(portOf(daemon), '/healthz');
-    expect(answer.status).toBe(503);
+    expect(answer.status).toBe(200);
     expect(answer.json()).toMatchObject({
-      status: 'unhealthy',
+      status: 'attention',
+      level: 'attention',
       reasons: [expect.stringMatching(new RegExp(`^watch ${join(world.dir, 'inbox')} is paused: .*404`))],
     });
     const status = (await call(portOf(daemon), '/api/status')).json() as StatusSnapshot;
