@@ -10,7 +10,7 @@ import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { loadConfig, type Config } from '../../daemon/src/common/config.ts';
-import { startDaemon, type RunningDaemon } from '../../daemon/src/engine/daemon.ts';
+import { startDaemon, type DaemonOptions, type RunningDaemon } from '../../daemon/src/engine/daemon.ts';
 import { createLogger } from '../../daemon/src/common/logging.ts';
 
 export const SECRET = 'sk-docex-very-secret-4711';
@@ -22,7 +22,7 @@ export interface World {
   configFile: string;
   logs: string[];
   config(): Config;
-  start(options?: { apiKey?: string; client?: DocexClient }): Promise<RunningDaemon>;
+  start(options?: { apiKey?: string; client?: DocexClient; daemon?: DaemonOptions }): Promise<RunningDaemon>;
   cleanup(): Promise<void>;
 }
 
@@ -103,7 +103,7 @@ export async function makeWorld(
           logger: log,
           retry: { initialDelayMs: 20, maxRetries: 2 },
         });
-      running = await startDaemon(config, syncClient, log);
+      running = await startDaemon(config, syncClient, log, startOptions.daemon);
       return running;
     },
     async cleanup() {

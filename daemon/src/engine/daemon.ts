@@ -18,6 +18,7 @@ import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
 import { FolderWatcher } from './watcher.ts';
+import { steadyClock } from '../common/clock.ts';
 
 export interface RunningDaemon {
   db: StateDb;
@@ -28,7 +29,20 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(config: Config, client: DocexClient, log: Logger): Promise<RunningDaemon> {
+export interface DaemonOptions {
+  /** The wall clock the scheduling clock starts from (tests step it); see common/clock.ts. */
+  wallClock?: () => number;
+  /** The monotonic clock it advances with (tests drive it). */
+  monotonic?: () => number;
+}
+
+export async function startDaemon(
+  config: Config,
+  client: DocexClient,
+  log: Logger,
+  options: DaemonOptions = {},
+): Promise<RunningDaemon> {
+  const now = steadyClock(options.wallClock, options.monotonic);
   const db = new StateDb(config.state_db);
   try {
     db.lockExclusive(Date.now());
@@ -41,7 +55,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   const results = new ResultWriter(client, { log });
   const notify = createNotifier(config, log);
   const stopping = new AbortController();
-  const pipeline = new Pipeline({ db, client, config, log, metrics, results });
+  const pipeline = new Pipeline({ db, client, config, log, metrics, results, now });
   if (notify)
     notifyFrom(
       pipeline,
