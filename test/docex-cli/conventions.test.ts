@@ -12,6 +12,7 @@ import { SetupSchema } from '../../daemon/src/docex-cli/setup/model.ts';
 import { formatPlan, type Plan } from '../../daemon/src/docex-cli/setup/plan.ts';
 import { parseYaml } from '../../daemon/src/docex-cli/yaml.ts';
 import packageJson from '../../daemon/package.json' with { type: 'json' };
+import { invoiceTemplate } from '../support/templates.ts';
 import { ACME_KEY, inProcess, useCliWorld } from './helpers.ts';
 
 const world = useCliWorld();
@@ -104,20 +105,7 @@ describe('upload --wait on a terminal', () => {
   it('prints the extracted values and line items, not only task ids', async () => {
     const client = world.client(ACME_KEY);
     const folder = await client.createFolder({ name: 'Wait' });
-    const template = await client.createTemplate({
-      folder_id: folder.id,
-      name: 'Wait invoice',
-      number_locale: 'EU',
-    });
-    for (const [i, [name, type, format]] of (
-      [
-        ['Invoice number', 'General fields', 'invoice_number'],
-        ['Total', 'General fields', 'total_price'],
-        ['Description', 'Line fields', 'text'],
-        ['Amount', 'Line fields', 'total_price'],
-      ] as const
-    ).entries())
-      await client.createField({ template_id: template.id, name, type, format, position: i + 1 });
+    const template = await invoiceTemplate(client, folder.id, 'Wait invoice');
     const file = join(world.dir, 'wait-invoice.txt');
     await writeFile(file, 'Invoice number: W-7\nTotal: 10,00\nWidget | 4,00\nGadget | 6,00\n');
     const run = await onTerminal(['upload', file, '--template', String(template.id), '--wait']);
