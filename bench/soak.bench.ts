@@ -228,6 +228,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
     const rssSlope = slope(measured.map((s) => [s.t / 60, s.rssMb]));
     const heapSlope = slope(measured.map((s) => [s.t / 60, s.heapUsedMb]));
     const fdSlope = slope(measured.map((s) => [s.t / 60, s.fds]));
+    const externalSlope = slope(measured.map((s) => [s.t / 60, s.externalMb]));
     const uploads = Object.values(emulator.stats().uploadsByHash);
     const last = samples.at(-1)!;
     const first = measured[0] ?? last;
@@ -240,6 +241,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
         note: 'goal < 0.5',
       },
       { measure: 'heap used slope, same window', value: heapSlope, unit: 'MB/min' },
+      { measure: 'external memory (buffers) slope, same window', value: externalSlope, unit: 'MB/min' },
       { measure: 'open fds slope, same window', value: fdSlope, unit: 'fds/min', note: 'goal 0' },
       { measure: 'RSS at the end of the warm-up', value: first.rssMb, unit: 'MB' },
       { measure: 'RSS at the end', value: last.rssMb, unit: 'MB' },

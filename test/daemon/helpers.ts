@@ -9,8 +9,9 @@ import { vi } from 'vitest';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
+import { invoiceTemplate } from '../support/templates.ts';
 import { loadConfig, type Config } from '../../daemon/src/common/config.ts';
-import { startDaemon, type RunningDaemon } from '../../daemon/src/engine/daemon.ts';
+import { startDaemon, type RunningDaemon, type StartOptions } from '../../daemon/src/engine/daemon.ts';
 import { createLogger } from '../../daemon/src/common/logging.ts';
 
 export const SECRET = 'sk-docex-very-secret-4711';
@@ -22,7 +23,7 @@ export interface World {
   configFile: string;
   logs: string[];
   config(): Config;
-  start(options?: { apiKey?: string; client?: DocexClient }): Promise<RunningDaemon>;
+  start(options?: { apiKey?: string; client?: DocexClient; daemon?: StartOptions }): Promise<RunningDaemon>;
   cleanup(): Promise<void>;
 }
 
@@ -41,21 +42,7 @@ export async function makeWorld(
   });
   const client = createNodeClient({ baseUrl: emulator.url, apiKey: SECRET });
   const folder = await client.createFolder({ name: 'AP' });
-  const template = await client.createTemplate({
-    folder_id: folder.id,
-    name: 'Invoice',
-    number_locale: 'EU',
-  });
-  for (const [i, [name, type, format]] of (
-    [
-      ['Invoice number', 'General fields', 'invoice_number'],
-      ['Total', 'General fields', 'total_price'],
-      ['Description', 'Line fields', 'text'],
-      ['Amount', 'Line fields', 'total_price'],
-    ] as const
-  ).entries()) {
-    await client.createField({ template_id: template.id, name, type, format, position: i + 1 });
-  }
+  const template = await invoiceTemplate(client, folder.id, 'Invoice');
   const configFile = join(dir, 'docex-sync.yaml');
   await writeFile(
     configFile,
@@ -103,7 +90,7 @@ export async function makeWorld(
           logger: log,
           retry: { initialDelayMs: 20, maxRetries: 2 },
         });
-      running = await startDaemon(config, syncClient, log);
+      running = await startDaemon(config, syncClient, log, startOptions.daemon);
       return running;
     },
     async cleanup() {

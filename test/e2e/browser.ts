@@ -31,6 +31,8 @@ export interface Page {
   locator(selector: string): Locator;
   evaluate<T>(fn: string): Promise<T>;
   waitForTimeout(ms: number): Promise<void>;
+  /** The limit of every later wait, click, fill and navigation that gives none of its own. */
+  setDefaultTimeout(ms: number): void;
   waitForURL(url: (url: URL) => boolean, options?: { timeout?: number }): Promise<void>;
   screenshot(options: { path: string; fullPage?: boolean }): Promise<unknown>;
   on(event: 'console', listener: (message: { text(): string }) => void): void;

@@ -89,7 +89,7 @@ export function startProcess(command: string, args: string[], env?: NodeJS.Proce
 export async function startN8n(
   n8n: { bin: string; env: NodeJS.ProcessEnv },
   env: NodeJS.ProcessEnv = {},
-): Promise<Service & { url: string }> {
+): Promise<Service & { url: string; startedAt: number }> {
   const port = await freePort();
   const service = startProcess(n8n.bin, ['start'], {
     ...n8n.env,
@@ -98,7 +98,27 @@ export async function startN8n(
     N8N_LISTEN_ADDRESS: '127.0.0.1',
     N8N_RUNNERS_BROKER_PORT: String(await freePort()),
   });
-  return { ...service, url: `http://127.0.0.1:${port}` };
+  return { ...service, url: `http://127.0.0.1:${port}`, startedAt: performance.now() };
+}
+
+/**
+ * Waits for n8n's own readiness signal (GET /healthz/readiness answers 200 once its database is
+ * connected and migrated) and returns how long n8n took from its start: a measure of how fast this
+ * machine is right now, from which a test derives its limits for later steps.
+ */
+export async function n8nReady(server: Service & { url: string; startedAt: number }): Promise<number> {
+  await until(
+    'n8n to be ready (/healthz/readiness)',
+    async () => {
+      if (server.process.exitCode !== null) throw new Error(`n8n exited:\n${server.output().slice(-3000)}`);
+      const response = await fetch(`${server.url}/healthz/readiness`).catch(() => undefined);
+      return response?.status === 200 ? true : undefined;
+    },
+    // Only a bound for a hung start; how long a start takes is measured, not assumed.
+    600_000,
+    () => server.output().slice(-3000),
+  );
+  return performance.now() - server.startedAt;
 }
 
 export async function startRedis(): Promise<Service & { port: number }> {

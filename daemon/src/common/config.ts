@@ -218,7 +218,7 @@ const keyName = (path: readonly PropertyKey[]) =>
     .replace(/^\./, '');
 
 /** The keys an object in the config schema accepts at `path` (through defaults, optionals and arrays). */
-function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
   if (def.innerType) return keysAt(def.innerType, path);
   if (path.length === 0) return Object.keys(def.shape ?? {});

@@ -108,9 +108,44 @@ const KIND_HINT: Record<ParamSpec['kind'], string> = {
   'file[]': 'FILE...',
 };
 
+/** Help fits a terminal of this many columns (a value list such as --format's wraps). */
+export const HELP_WIDTH = 100;
+/** The left column's widest entry; a longer one puts its description on the lines below. */
+const LEFT_MAX = 34;
+
+/** Words of `text` on lines of at most `width`; breaks after a space, a "|" or a ",". */
+export function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const token of text.split(/(?<=[ |,])/)) {
+    if (line && (line + token).trimEnd().length > width) {
+      lines.push(line.trimEnd());
+      line = token.trimStart();
+    } else line += token;
+  }
+  if (line.trim()) lines.push(line.trimEnd());
+  return lines;
+}
+
+/** Two columns (flag or command, what it does), wrapped to HELP_WIDTH. */
 const pad = (rows: ReadonlyArray<readonly [string, string]>) => {
-  const width = Math.max(...rows.map(([a]) => a.length));
-  return rows.map(([a, b]) => `  ${a.padEnd(width)}  ${b}`).join('\n');
+  const left = Math.min(LEFT_MAX, Math.max(...rows.map(([a]) => a.length)));
+  const indent = ' '.repeat(2 + left + 2);
+  const right = HELP_WIDTH - indent.length;
+  return rows
+    .flatMap(([a, b]) => {
+      const description = wrap(b, right);
+      if (a.length <= left)
+        return [
+          `  ${a.padEnd(left)}  ${description[0] ?? ''}`.trimEnd(),
+          ...description.slice(1).map((d) => indent + d),
+        ];
+      // Too wide for the column: the flag on its own lines (its continuations indented), then the text.
+      const [first = '', ...more] = wrap(a, HELP_WIDTH - 2);
+      const rest = more.flatMap((m) => wrap(m, HELP_WIDTH - 6)).map((m) => `      ${m}`);
+      return [`  ${first}`, ...rest, ...description.map((d) => indent + d)];
+    })
+    .join('\n');
 };
 
 function paramLine(spec: OperationSpec, p: ParamSpec): [string, string] {
@@ -157,7 +192,7 @@ export function operationHelp(
   const binary: Array<[string, string]> =
     spec.output === 'binary' ? [['-o, --output FILE', 'where to write the download']] : [];
   return [
-    `${spec.description}  (${spec.method} ${spec.path}, operation ${spec.name})`,
+    ...wrap(`${spec.description}  (${spec.method} ${spec.path}, operation ${spec.name})`, HELP_WIDTH),
     '',
     `Usage: ${usageOf(command)}`,
     ...(rules.length ? ['', ...rules] : []),
@@ -174,10 +209,13 @@ export const EXTRA_COMMANDS: ReadonlyArray<readonly [string, string]> = [
     'rerun [--template N] [--folder N] [--from D] [--to D] [--override] [--dry-run]',
     'rerun every matching document',
   ],
+  ['templates list [--folder N]', 'list the templates, with their folders'],
+  ['fields list TEMPLATE_ID', "list a template's fields in display order"],
   ['templates export [--folder NAME]', 'write folders, templates, fields and instructions as YAML'],
   ['templates plan FILE [--prune]', 'show what apply would change'],
   ['templates apply FILE [--prune] [--rerun]', 'make the account match FILE'],
   ['completion bash|zsh', 'print a shell completion script'],
+  ['version, --version, -v', 'print the version'],
 ];
 
 export function mainHelp(): string {

@@ -6,7 +6,15 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { DocexInputError, type BinaryResult, type DocexClient, type OperationName } from '@docex/shared';
+import {
+  DocexInputError,
+  generalFieldsOf,
+  lineItemsOf,
+  type BinaryResult,
+  type DocexClient,
+  type OperationName,
+  type TaskResult,
+} from '@docex/shared';
 import { saveBinary } from '@docex/shared/node';
 import { ConfigError } from '../common/config.ts';
 import { EXIT, exitCodeFor } from '../common/exit.ts';
@@ -28,6 +36,7 @@ import { checkSetup, setupToYaml, SetupSchema, toSetup } from './setup/model.ts'
 import { checkPrune, formatPlan, plan as makePlan, PlanError, type Action } from './setup/plan.ts';
 import { applyPlan, readAccount, rerunTemplates } from './setup/remote.ts';
 import { readYamlFile } from './yaml.ts';
+import packageJson from '../../package.json' with { type: 'json' };
 
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -85,6 +94,39 @@ const printResult = (ctx: Context, result: unknown, command: OperationCommand) =
   ctx.out(ctx.json ? json(result) : render(result));
 };
 
+/** A finished task for people: its file and status, then the extracted values and line items. */
+function extracted(task: TaskResult): string {
+  const ids = [
+    task.document_id !== null && task.document_id !== undefined ? `document ${task.document_id}` : '',
+    task.task_id ? `task ${task.task_id}` : '',
+  ].filter(Boolean);
+  const heading = `${task.document_name ?? task.task_id ?? 'upload'}: ${task.status}${ids.length ? ` (${ids.join(', ')})` : ''}${
+    task.status !== 'DONE' && task.status_message ? `: ${task.status_message}` : ''
+  }`;
+  if (task.status !== 'DONE') return heading;
+  const general = generalFieldsOf(task);
+  const lines = lineItemsOf(task);
+  const width = Math.max(0, ...general.map((f) => f.name.length));
+  const show = (v: unknown) =>
+    v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+  return [
+    heading,
+    ...(general.length
+      ? general.map((f) => `  ${f.name.padEnd(width)}  ${show(f.value)}`)
+      : ['  (no fields extracted)']),
+    ...(lines.length
+      ? [
+          `  Line items (${lines.length}):`,
+          ...table(
+            lines.map((l) => Object.fromEntries(Object.entries(l).map(([k, v]) => [k, show(v.value)]))),
+          )
+            .split('\n')
+            .map((l) => `    ${l}`),
+        ]
+      : []),
+  ].join('\n');
+}
+
 async function runOperation(
   ctx: Context,
   command: OperationCommand,
@@ -100,18 +142,7 @@ async function runOperation(
       timeoutMs: timeout === undefined ? undefined : timeout * 1000,
     });
     if (ctx.json) ctx.out(json({ task_ids: upload.task_ids, tasks }));
-    else
-      ctx.out(
-        table(
-          tasks.map((t) => ({
-            task_id: t.task_id ?? '',
-            status: t.status,
-            document_id: t.document_id,
-            document_name: t.document_name,
-            message: t.status_message,
-          })),
-        ),
-      );
+    else ctx.out(tasks.map(extracted).join('\n\n'));
     return tasks.every((t) => t.status === 'DONE') ? EXIT.ok : EXIT.failure;
   }
   const result = await client.call(command.operation as OperationName, input as never);
@@ -208,7 +239,7 @@ async function templatesCommand(io: Io, action: string | undefined, words: strin
   });
   const planned = makePlan(desired, account);
   if (action === 'plan') {
-    ctx.out(ctx.json ? json(planned) : formatPlan(planned));
+    ctx.out(ctx.json ? json(planned) : formatPlan(planned, options.prune === true));
     checkPrune(planned, options.prune === true);
     return EXIT.ok;
   }
@@ -247,7 +278,8 @@ async function templatesCommand(io: Io, action: string | undefined, words: strin
   return reruns.some((r) => r.failed) ? EXIT.failure : EXIT.ok;
 }
 
-const RERUN_HELP = `Usage: docex rerun [--template N] [--folder N] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--ids N,N,...] [--all] [--override] [--dry-run]
+const RERUN_HELP = `Usage: docex rerun [--template N] [--folder N] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                   [--ids N,N,...] [--all] [--override] [--dry-run]
 
 Reruns every document that matches (fetch_documents, then rerun_documents in chunks of 500).
 Give a filter, --ids, or --all for every document of the account. --override reruns even documents
@@ -326,11 +358,71 @@ async function rerunCommand(io: Io, words: string[]): Promise<number> {
   return report.failed_chunks.length ? EXIT.failure : EXIT.ok;
 }
 
+const LIST_HELP = {
+  templates: `Usage: docex templates list [--folder N]
+
+Lists every template of the account (or of folder N): id, name, folder, description.`,
+  fields: `Usage: docex fields list TEMPLATE_ID
+
+Lists the fields of a template in display order: id, name, type, format, position, description.`,
+};
+
+/** `templates list` and `fields list`: what the service answers as nested lists, as one table. */
+async function listCommand(io: Io, resource: 'templates' | 'fields', words: string[]): Promise<number> {
+  const where = `docex ${resource} list`;
+  const parsed = parseArgs(words, (n) => ['json', 'help'].includes(n));
+  const options = only(parsed, where, ['json', 'help'], ['profile', 'config', 'folder']);
+  if (options.help) return (void io.stdout.write(`${LIST_HELP[resource]}\n`), EXIT.ok);
+  const ctx = contextFor(io, options);
+  const whole = (value: unknown, what: string) => {
+    if (typeof value !== 'string' || !/^\d+$/.test(value))
+      throw new UsageError(`${where}: ${what} must be a whole number (got "${String(value)}")`);
+    return Number(value);
+  };
+  if (resource === 'templates') {
+    if (parsed.positionals.length)
+      throw new UsageError(`${where}: unexpected argument "${parsed.positionals[0]}"`);
+    const folder = options.folder === undefined ? undefined : whole(options.folder, '--folder');
+    const account = await readAccount(ctx.client(), { folders: new Set() });
+    const folders = account.folders.filter((f) => folder === undefined || f.id === folder);
+    if (folder !== undefined && folders.length === 0) throw new UsageError(`${where}: no folder ${folder}`);
+    const rows = folders.flatMap((f) =>
+      f.templates.map((t) => ({ id: t.id, name: t.name, folder_id: f.id, folder: f.name })),
+    );
+    ctx.out(ctx.json ? json(rows) : table(rows));
+    return EXIT.ok;
+  }
+  const [id, ...extra] = parsed.positionals;
+  if (id === undefined || extra.length)
+    throw new UsageError(`${where}: give one TEMPLATE_ID (see ${where} --help)`);
+  const client = ctx.client();
+  const template = await client.fetchTemplate({ template_id: whole(id, 'TEMPLATE_ID') });
+  const fields = await Promise.all(
+    (template.field_ids ?? []).map((field_id) => client.fetchField({ field_id })),
+  );
+  const rows = fields
+    .sort((a, b) => (a.position ?? Infinity) - (b.position ?? Infinity) || a.id - b.id)
+    .map((f) => ({
+      id: f.id,
+      name: f.name,
+      type: f.type,
+      format: f.format,
+      position: f.position,
+      desc: f.desc,
+    }));
+  ctx.out(ctx.json ? json(rows) : table(rows));
+  return EXIT.ok;
+}
+
 async function dispatch(argv: string[], io: Io): Promise<number> {
   const [first, second, ...rest] = argv;
   if (!first || first === '--help' || first === '-h' || first === 'help') {
     io.stdout.write(`${mainHelp()}\n`);
     return first ? EXIT.ok : EXIT.usage;
+  }
+  if (first === '--version' || first === '-v' || first === '-V' || first === 'version') {
+    io.stdout.write(`docex ${packageJson.version}\n`);
+    return EXIT.ok;
   }
   if (first === 'completion') {
     if (second !== 'bash' && second !== 'zsh') throw new UsageError('docex completion: give bash or zsh');
@@ -338,6 +430,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (first === 'rerun') return rerunCommand(io, argv.slice(1));
+  if ((first === 'templates' || first === 'fields') && second === 'list') return listCommand(io, first, rest);
   if (first === 'templates' && ['export', 'plan', 'apply'].includes(second ?? ''))
     return templatesCommand(io, second, rest);
   const words = first === 'upload' ? ['tasks', 'upload', ...argv.slice(1)] : argv;
@@ -346,6 +439,8 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
     if (RESOURCE_COMMANDS.includes(first)) {
       if (second === undefined || second === '--help' || second === '-h') {
         io.stdout.write(`${resourceHelp(first)}\n`);
+        if (first === 'templates' || first === 'fields')
+          io.stdout.write(`\nAlso: ${LIST_HELP[first].split('\n')[0]!.replace('Usage: ', '')}\n`);
         if (first === 'templates')
           io.stdout.write(`\nTemplates as code: export, plan, apply (docex templates export --help)\n`);
         return second ? EXIT.ok : EXIT.usage;
@@ -353,7 +448,9 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       throw new UsageError(
         `docex ${first}: unknown action "${second}" (actions: ${actionsOf(first)
           .map((c) => c.action)
-          .join(', ')}${first === 'templates' ? ', export, plan, apply' : ''})`,
+          .join(
+            ', ',
+          )}${first === 'templates' ? ', list, export, plan, apply' : first === 'fields' ? ', list' : ''})`,
       );
     }
     throw new UsageError(`unknown command "${first}" (see docex --help)`);

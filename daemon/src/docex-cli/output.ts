@@ -2,9 +2,21 @@
 
 const MAX_CELL = 60;
 
+/** An entry of a nested list in one cell: "Invoice (12)" for a short template, else its JSON. */
+function entry(value: unknown): string {
+  if (isRecord(value) && typeof value.name === 'string' && value.id !== undefined)
+    return `${value.name} (${String(value.id)})`;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text =
+    typeof value === 'string'
+      ? value
+      : Array.isArray(value)
+        ? value.map(entry).join(', ')
+        : JSON.stringify(value);
   const line = text.replace(/\s+/g, ' ');
   return line.length > MAX_CELL ? `${line.slice(0, MAX_CELL - 1)}…` : line;
 }

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import type { Document, LineCounter } from 'yaml';
 import type { z } from 'zod/v4';
-import { ConfigError } from '../common/config.ts';
+import { ConfigError, keysAt } from '../common/config.ts';
+import { didYouMean } from '../common/suggest.ts';
 import { yaml } from '../common/lazy.ts';
 
 export type Path = ReadonlyArray<PropertyKey>;
@@ -56,7 +57,8 @@ export function parseYaml<S extends z.ZodType>(text: string, file: string, schem
       return keys
         .map((key) => {
           const path = key === undefined ? issue.path : [...issue.path, key];
-          const message = key === undefined ? issue.message : 'unknown key';
+          const message =
+            key === undefined ? issue.message : `unknown key${didYouMean(key, keysAt(schema, issue.path))}`;
           return `  ${at(path)}: ${message}`;
         })
         .join('\n');

@@ -20,6 +20,7 @@ import { wakeOnOtherWriters } from './wakeup.ts';
 import type { KeyCheck } from '../commands/check.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
+import { steadyClock } from '../common/clock.ts';
 
 export interface RunningDaemon {
   db: StateDb;
@@ -31,6 +32,10 @@ export interface RunningDaemon {
 }
 
 export interface StartOptions {
+  /** The wall clock the scheduling clock starts from (tests step it); see common/clock.ts. */
+  wallClock?: () => number;
+  /** The monotonic clock it advances with (tests drive it). */
+  monotonic?: () => number;
   /**
    * The start's key check could not reach the service (why): the run starts, says the service is
    * unreachable, and checks the key again with backoff until the service answers; a refusal then
@@ -45,6 +50,7 @@ export async function startDaemon(
   log: Logger,
   options: StartOptions = {},
 ): Promise<RunningDaemon> {
+  const now = steadyClock(options.wallClock, options.monotonic);
   const db = new StateDb(config.state_db);
   try {
     db.lockExclusive(Date.now());
@@ -57,7 +63,7 @@ export async function startDaemon(
   const results = new ResultWriter(client, { log });
   const notify = createNotifier(config, log);
   const stopping = new AbortController();
-  const pipeline = new Pipeline({ db, client, config, log, metrics, results });
+  const pipeline = new Pipeline({ db, client, config, log, metrics, results, now });
   if (notify)
     notifyFrom(
       pipeline,

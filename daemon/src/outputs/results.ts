@@ -344,7 +344,15 @@ interface DailyFile {
  * in one append, a torn last line from a crash cut off before the next append, appends in this
  * process one after another.
  */
+/**
+ * Daily files remembered at once (least recently used first out): a day's file is appended to for
+ * a day, then never again, so a long run keeps the current days' files only. One that is appended
+ * to again after it was forgotten is read back from disk (its keys come from its rows).
+ */
+const DAILY_FILES_KEPT = 8;
+
 export class DailyCsv {
+  /** In order of last use; at most DAILY_FILES_KEPT. A file's key set holds one entry per row of its day. */
   private readonly files = new Map<string, DailyFile>();
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -376,6 +384,7 @@ export class DailyCsv {
         file.header = [...DAILY_COLUMNS, ...fields.map(([n]) => n)];
         text = csv([file.header], dialect);
       } else if (file.keys.has(key) && !again) {
+        this.remember(path, file);
         return false;
       }
       const values = new Map<string, unknown>([...Object.entries(record), ...fields]);
@@ -383,11 +392,22 @@ export class DailyCsv {
       await handle.appendFile(text);
       await handle.sync();
       file.keys.add(key);
-      this.files.set(path, file);
+      this.remember(path, file);
       return true;
     } finally {
       await handle.close();
     }
+  }
+
+  private remember(path: string, file: DailyFile) {
+    this.files.delete(path);
+    this.files.set(path, file);
+    while (this.files.size > DAILY_FILES_KEPT) this.files.delete(this.files.keys().next().value!);
+  }
+
+  /** How many daily files are held in memory (tests). */
+  get remembered(): number {
+    return this.files.size;
   }
 
   private async load(path: string, dialect: CsvDialect): Promise<DailyFile> {

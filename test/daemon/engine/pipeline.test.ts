@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { appendFile, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeWorld, SECRET, until, invoice, type World } from '../helpers.ts';
 
@@ -64,13 +63,29 @@ describe('docex-sync pipeline against the emulator', () => {
   it('picks up files present before start-up, waits for slow writers, and uploads each once', async () => {
     world = await makeWorld();
     await writeFile(join(world.dir, 'inbox', 'early.txt'), invoice('E-1'));
-    const daemon = await world.start();
+    // The daemon's clock is the test's while the writer writes: it moves by stable_ms (200) only
+    // after each part is on disk, so every look finds the file grown, however slowly a loaded
+    // machine lets the writer go; then it runs on again.
+    let manual: number | undefined;
+    let lost = 0;
+    const monotonic = () => manual ?? performance.now() - lost;
+    const daemon = await world.start({ daemon: { monotonic } });
+    await until('early archived', () => daemon.db.counts().archived === 1);
+    manual = monotonic();
     const slow = join(world.dir, 'inbox', 'slow.txt');
     const parts = ['Invoice number: S-1\n', 'Total: 5,00\n', 'Widget | 2,00\n', 'Gadget | 3,00\n'];
-    for (const part of parts) {
+    await appendFile(slow, parts[0]!);
+    let written = Buffer.byteLength(parts[0]!);
+    await until('discovered', () => daemon.db.current(slow));
+    for (const part of parts.slice(1)) {
       await appendFile(slow, part);
-      await delay(120); // shorter than stable_ms (200): never stable while growing
+      written += Buffer.byteLength(part);
+      manual += 200;
+      await until('the daemon seeing the file grow', () => daemon.db.current(slow)?.size === written);
+      expect(daemon.db.current(slow)!.state).toBe('discovered');
     }
+    lost = performance.now() - manual;
+    manual = undefined;
     await until('both archived', () => daemon.db.counts().archived === 2);
     const uploads = world.emulator.stats().uploadsByHash;
     expect(uploads[sha(parts.join(''))]).toBe(1);

@@ -206,6 +206,35 @@ describe('results operators can use', () => {
     }
   });
 
+  it('the daily CSV keeps a bounded number of days in memory; a forgotten day is read back, so a replay still adds nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'docex-daily-bound-'));
+    try {
+      const daily = new DailyCsv();
+      const record = (id: number) => ({
+        document_id: id,
+        source_file: `/in/${id}.pdf`,
+        document_name: `${id}.pdf`,
+        archived_to: null,
+        outcome: 'processed',
+        written_at: '2026-01-01T00:00:00.000Z',
+        fraud_verdict: null,
+        fraud_score: null,
+      });
+      const day = (n: number) => join(dir, `daily-2026-01-${String(n).padStart(2, '0')}.csv`);
+      for (let n = 1; n <= 30; n++)
+        expect(await daily.append(day(n), record(n), [], STANDARD_CSV)).toBe(true);
+      expect(daily.remembered).toBeLessThanOrEqual(8);
+      // Day 1 was forgotten: its row is known again from the file, not appended twice.
+      expect(await daily.append(day(1), record(1), [], STANDARD_CSV)).toBe(false);
+      expect(await daily.append(day(1), record(31), [], STANDARD_CSV)).toBe(true);
+      const rows = parseCsv(await readFile(day(1), 'utf8'), ',');
+      expect(rows.map((r) => r[0])).toEqual(['document_id', '1', '31']);
+      expect(daily.remembered).toBeLessThanOrEqual(8);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a name from the server never decides where results go', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'docex-results-'));
     try {

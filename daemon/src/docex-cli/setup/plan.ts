@@ -295,8 +295,11 @@ export function checkPrune(p: Plan, prune: boolean): void {
 
 const show = (v: unknown) => (v === null || v === undefined ? 'null' : JSON.stringify(v));
 
-/** The plan as a diff: `+` create, `~` update, `-` delete, then a summary line. */
-export function formatPlan(p: Plan): string {
+/**
+ * The plan as a diff: `+` create, `~` update, `-` delete, then a summary line. Without `prune`,
+ * deletes are shown for what they are: what --prune would delete, and why apply stops without it.
+ */
+export function formatPlan(p: Plan, prune = false): string {
   const lines = p.actions.map((a) => {
     const where = a.what === 'field' || a.what === 'instruction' ? ` in template ${q(a.template)}` : '';
     if (a.kind === 'create') {
@@ -316,7 +319,10 @@ export function formatPlan(p: Plan): string {
   const summary =
     p.actions.length === 0
       ? 'No changes: the account matches the file.'
-      : `Plan: ${count('create')} to create, ${count('update')} to change, ${count('delete')} to delete.`;
+      : prune || count('delete') === 0
+        ? `Plan: ${count('create')} to create, ${count('update')} to change, ${count('delete')} to delete.`
+        : `Plan: ${count('create')} to create, ${count('update')} to change; ${count('delete')} would be deleted with --prune. ` +
+          'Without --prune, apply refuses this plan and changes nothing.';
   const extraction = p.extractionChanged.length
     ? `\nExtraction changes for: ${p.extractionChanged.map((t) => q(t)).join(', ')} (apply --rerun reruns their documents).`
     : '';
