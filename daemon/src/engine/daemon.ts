@@ -17,11 +17,13 @@ import { runRerun } from '../outputs/reruns.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { FolderWatcher } from './watcher.ts';
+import { startMailboxes, type MailIntake } from '../mail/intake.ts';
 
 export interface RunningDaemon {
   db: StateDb;
   pipeline: Pipeline;
   http: Server | undefined;
+  mailboxes: MailIntake[];
   /** Settles with the error when the run cannot go on (the API key was refused); never resolves otherwise. */
   failure: Promise<unknown>;
   stop(): Promise<void>;
@@ -65,6 +67,12 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   );
   pipeline.start();
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
+  const mailboxes = await startMailboxes({
+    mailboxes: config.mailboxes,
+    db,
+    log,
+    wake: () => pipeline.wake(),
+  });
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;
@@ -102,6 +110,7 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   log.info(
     {
       folders: config.watch.map((w) => w.path),
+      mailboxes: config.mailboxes.map((m) => m.name),
       http: config.http ? `${config.http.host}:${config.http.port}` : undefined,
     },
     'docex-sync running',
@@ -111,12 +120,14 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
     db,
     pipeline,
     http,
+    mailboxes,
     failure,
     async stop() {
       log.info('stopping: no new uploads; waiting for work in flight');
       stopping.abort();
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
+      for (const m of mailboxes) await m.stop();
       await pipeline.stop();
       summaries.stop();
       if (http) await closeServer(http);

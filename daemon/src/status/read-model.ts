@@ -4,6 +4,7 @@
  */
 import type { Config } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
+import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { PullRecord, StateDb } from '../store/state.ts';
 
 /** What the page shows; also GET /api/status. */
@@ -34,6 +35,8 @@ export interface StatusSnapshot {
     }>;
   };
   blocked: Array<{ id: number; file: string; state: FileState; problem: string }>;
+  /** Each configured mailbox (mail intake). */
+  mailboxes: MailboxStatus[];
   service: { reachable: boolean; since: string | null; reason: string | null; key_refused: boolean };
   reruns: Array<{
     name: string;
@@ -80,6 +83,7 @@ export function healthOf(source: StatusSource): Health {
       `the service has been unreachable for ${Math.round((now - down.since) / 1000)} s: ${down.reason}`,
     );
   for (const w of db.pausedWatches()) reasons.push(`watch ${w.path} is paused: ${w.paused_reason}`);
+  reasons.push(...mailboxHealth(config.mailboxes.map((m) => mailboxStatus(db, m))));
   return { ok: reasons.length === 0, reasons };
 }
 
@@ -147,6 +151,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     blocked: db
       .blocked(20)
       .map((r) => ({ id: r.id, file: r.path, state: r.state, problem: r.blocked ?? '' })),
+    mailboxes: config.mailboxes.map((m) => mailboxStatus(db, m)),
     service: {
       reachable: !down,
       since: iso(down?.since),
