@@ -9,12 +9,15 @@ import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
 import type { Config } from '../common/config.ts';
 import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { checkMailbox, describeImapError, MailboxError } from '../mail/intake.ts';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */
   problems: string[];
   /** 0 fine, 2 config problems, 3 the key was refused, 4 the service could not be reached. */
   exitCode: 0 | 2 | 3 | 4;
+  /** One line per mailbox that logged in: what its folder holds. */
+  mailboxes?: string[];
 }
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
@@ -60,6 +63,12 @@ export async function checkPaths(config: Config): Promise<string[]> {
     checks.push(writableFolder(`watch[${i}].failed_dir`, w.failed_dir));
     if (w.processed_dir) checks.push(writableFolder(`watch[${i}].processed_dir`, w.processed_dir));
   });
+  config.mailboxes.forEach((m, i) => {
+    checks.push(writableFolder(`mailboxes[${i}].output`, m.output));
+    checks.push(writableFolder(`mailboxes[${i}].failed_dir`, m.failed_dir));
+    checks.push(writableFolder(`mailboxes[${i}].spool_dir`, m.spool_dir!));
+    if (m.processed_dir) checks.push(writableFolder(`mailboxes[${i}].processed_dir`, m.processed_dir));
+  });
   checks.push(writableFolder('state_db', dirname(config.state_db)));
   if (config.pull) checks.push(writableFolder('pull.output', config.pull.output));
   return (await Promise.all(checks)).filter((p): p is string => p !== undefined);
@@ -79,6 +88,10 @@ function referencedIds(config: Config) {
     w.routes.forEach((r, j) => add(`watch[${i}].routes[${j}] ("${r.name ?? r.match}")`, r));
   });
   config.reruns.forEach((r, i) => add(`reruns[${i}]`, r));
+  config.mailboxes.forEach((m, i) => {
+    add(`mailboxes[${i}]`, m);
+    m.rules.forEach((r, j) => add(`mailboxes[${i}].rules[${j}]`, r));
+  });
   if (config.pull) add('pull', config.pull);
   return ids;
 }
@@ -112,12 +125,35 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
   }
 }
 
+/** Each mailbox: logs in, opens its folder and says what is there; a refusal is a problem naming the mailbox. */
+export async function checkMailboxes(config: Config, env: NodeJS.ProcessEnv) {
+  const problems: string[] = [];
+  const lines: string[] = [];
+  for (const [i, m] of config.mailboxes.entries()) {
+    try {
+      const seen = await checkMailbox(m, env);
+      lines.push(
+        `mailbox ${m.name}: logged in as ${m.user} at ${m.host}; ${seen.folder} holds ${seen.messages} message(s), ${seen.pending} not taken yet; ${seen.idle ? 'IDLE' : `no IDLE, polled every ${m.poll_interval_ms} ms`}`,
+      );
+    } catch (error) {
+      problems.push(
+        error instanceof MailboxError
+          ? error.message
+          : `mailboxes[${i}] (${m.name}, ${m.user} at ${m.host}): ${describeImapError(error)}`,
+      );
+    }
+  }
+  return { problems, lines };
+}
+
 export async function checkConfig(
   config: Config,
   client: DocexClient,
   baseUrl: string,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<CheckReport> {
-  const problems = await checkPaths(config);
+  const mail = await checkMailboxes(config, env);
+  const problems = [...(await checkPaths(config)), ...mail.problems];
   const key = await checkKey(client, baseUrl);
   if (!key.ok) return { problems: [...problems, key.problem], exitCode: key.exitCode };
   for (const { key, kind, id } of referencedIds(config)) {
@@ -129,5 +165,5 @@ export async function checkConfig(
       problems.push(`${key}: ${kind} ${id} does not exist for this API key`);
     }
   }
-  return { problems, exitCode: problems.length ? 2 : 0 };
+  return { problems, exitCode: problems.length ? 2 : 0, mailboxes: mail.lines };
 }

@@ -237,6 +237,7 @@ export async function main(argv: string[]): Promise<number> {
       const report = await checkConfig(config, clientFor(config), baseUrl);
       for (const problem of report.problems)
         process.stderr.write(`docex-sync check: ${configFile}: ${problem}\n`);
+      for (const line of report.mailboxes ?? []) out(line);
       if (report.exitCode === 0)
         out(
           `${configFile}: the config is valid, its folders are usable, the API key is accepted by ${baseUrl}, and every template and folder it names exists.`,

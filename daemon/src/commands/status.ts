@@ -67,6 +67,18 @@ export function renderStatus(s: CliStatus): string {
         }: ${busy(r.files)}`,
       );
   }
+  for (const m of s.mailboxes) {
+    const connection = m.login_refused
+      ? `login refused: ${m.login_refused}`
+      : m.connected
+        ? 'connected'
+        : `not connected${m.last_error ? ` (${m.last_error.message})` : ''}`;
+    lines.push(
+      `Mailbox ${m.name} (${m.user} at ${m.host}, ${m.folder}): ${connection}; last seen ${m.last_seen ?? 'never'}; ${m.messages.taken ?? 0} message(s) taken, ${m.attachments} attachment(s), ${m.messages.duplicate ?? 0} duplicate(s), ${m.messages.skipped ?? 0} skipped`,
+    );
+    for (const k of m.skipped.slice(0, 3))
+      lines.push(`  not taken: ${k.name} from "${k.subject}": ${k.reason}`);
+  }
   lines.push(
     `Last hour: ${s.throughput.last_hour.processed} processed, ${s.throughput.last_hour.failed} failed`,
   );

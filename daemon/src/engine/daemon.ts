@@ -21,11 +21,13 @@ import type { KeyCheck } from '../commands/check.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
+import { startMailboxes, type MailIntake } from '../mail/intake.ts';
 
 export interface RunningDaemon {
   db: StateDb;
   pipeline: Pipeline;
   http: Server | undefined;
+  mailboxes: MailIntake[];
   /** Settles with the error when the run cannot go on (the API key was refused); never resolves otherwise. */
   failure: Promise<unknown>;
   stop(): Promise<void>;
@@ -90,6 +92,12 @@ export async function startDaemon(
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
+  const mailboxes = await startMailboxes({
+    mailboxes: config.mailboxes,
+    db,
+    log,
+    wake: () => pipeline.wake(),
+  });
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;
@@ -127,6 +135,7 @@ export async function startDaemon(
   log.info(
     {
       folders: config.watch.map((w) => w.path),
+      mailboxes: config.mailboxes.map((m) => m.name),
       http: config.http ? `${config.http.host}:${config.http.port}` : undefined,
     },
     'docex-sync running',
@@ -136,6 +145,7 @@ export async function startDaemon(
     db,
     pipeline,
     http,
+    mailboxes,
     failure,
     async stop() {
       log.info('stopping: no new uploads; waiting for work in flight');
@@ -143,6 +153,7 @@ export async function startDaemon(
       keyCheck?.stop();
       for (const t of tasks) await t.stop();
       for (const w of watchers) await w.stop();
+      for (const m of mailboxes) await m.stop();
       await pipeline.stop();
       otherWriters.close();
       summaries.stop();

@@ -14,8 +14,9 @@
  * duplicate and not taken again. The same attachment bytes in another mail are the pipeline's
  * same-bytes rule.
  */
-import { readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { join } from 'node:path';
 import { ImapFlow, type ImapFlowOptions, type SearchObject } from 'imapflow';
@@ -24,25 +25,13 @@ import { inside, removeStaleTemps, writeAtomic } from '../common/files.ts';
 import type { NewFile, StateDb } from '../store/state.ts';
 import { spoolFolder, type MailboxConfig } from './config.ts';
 import { messageYield, ruleFor } from './select.ts';
-
-export interface MailboxStatus {
-  name: string;
-  host: string;
-  user: string;
-  folder: string;
-  connected: boolean;
-  /** Whether the server offered IDLE on the last connection (null before the first). */
-  idle: boolean | null;
-  /** The last time the folder was looked at completely. */
-  last_seen: string | null;
-  /** Set while the server refuses the login (this degrades /healthz). */
-  login_refused: string | null;
-  last_error: { at: string; message: string } | null;
-  messages: Record<string, number>;
-  attachments: number;
-  /** The last attachments (or messages) not taken, with the reason. */
-  skipped: Array<{ subject: string; from: string; name: string; reason: string }>;
-}
+import {
+  mailboxStatus,
+  NOT_CONNECTED,
+  saveConnection,
+  type MailboxConnection,
+  type MailboxStatus,
+} from './status.ts';
 
 export interface IntakeDeps {
   mailbox: MailboxConfig;
@@ -58,6 +47,7 @@ export interface IntakeDeps {
 export class MailboxError extends Error {}
 
 const MAX_BACKOFF_MS = 60_000;
+const STOP_GRACE_MS = 10_000;
 
 /** The IMAP client options of a mailbox, its secret read now (files are re-read at every login). */
 export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv): Promise<ImapFlowOptions> {
@@ -145,13 +135,7 @@ export class MailIntake {
   private client: ImapFlow | undefined;
   /** Resolves the current wait (a new message, a stop, the token file changed). */
   private kick: (() => void) | undefined;
-  private state: Pick<MailboxStatus, 'connected' | 'idle' | 'last_seen' | 'login_refused' | 'last_error'> = {
-    connected: false,
-    idle: null,
-    last_seen: null,
-    login_refused: null,
-    last_error: null,
-  };
+  private state: MailboxConnection = { ...NOT_CONNECTED };
 
   constructor(deps: IntakeDeps) {
     this.deps = deps;
@@ -183,34 +167,30 @@ export class MailIntake {
     this.loop ??= this.run();
   }
 
+  /** Lets the message being taken finish (up to STOP_GRACE_MS, then the connection is cut), then logs out. */
   async stop() {
     this.stopping = true;
     this.kick?.();
-    await this.client?.logout().catch(() => this.client?.close());
-    await this.loop;
+    const grace = new AbortController();
+    const finished = await Promise.race([
+      (this.loop ?? Promise.resolve()).then(() => true),
+      delay(STOP_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
+    ]);
+    grace.abort();
+    if (!finished) {
+      this.client?.close();
+      await this.loop;
+    }
   }
 
   status(): MailboxStatus {
-    const { mailbox, db } = this.deps;
-    const counts = db.mailCounts(mailbox.name);
-    return {
-      name: mailbox.name,
-      host: mailbox.host,
-      user: mailbox.user,
-      folder: mailbox.folder,
-      ...this.state,
-      ...counts,
-      skipped: db
-        .mailSkips(mailbox.name)
-        .flatMap((m) =>
-          (JSON.parse(m.skipped) as Array<{ name: string; reason: string }>).map((s) => ({
-            subject: m.subject,
-            from: m.sender,
-            ...s,
-          })),
-        )
-        .slice(0, 10),
-    };
+    return mailboxStatus(this.deps.db, this.deps.mailbox);
+  }
+
+  /** Keeps the connection state in the state DB, where every status reader finds it. */
+  private changed(changes: Partial<MailboxConnection>) {
+    this.state = { ...this.state, ...changes, updated_at: new Date(this.now()).toISOString() };
+    saveConnection(this.deps.db, this.deps.mailbox.name, this.state);
   }
 
   /** Wakes a wait early (used when the token file changed, and by tests). */
@@ -233,14 +213,14 @@ export class MailIntake {
   private failed(error: unknown) {
     const message = describeImapError(error);
     const { log, mailbox } = this.deps;
-    this.state.last_error = { at: new Date(this.now()).toISOString(), message };
+    this.changed({ connected: false, last_error: { at: new Date(this.now()).toISOString(), message } });
     if ((error as { authenticationFailed?: boolean }).authenticationFailed) {
       if (this.state.login_refused === null)
         log.error(
           { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host, reason: message },
           'mailbox: the server refused the login; check the password or token; retrying',
         );
-      this.state.login_refused = message;
+      this.changed({ login_refused: message });
     } else log.error({ mailbox: mailbox.name, err: message }, 'mailbox: connection failed; retrying');
   }
 
@@ -254,7 +234,6 @@ export class MailIntake {
         if (this.stopping) break;
         this.failed(error);
       }
-      this.state.connected = false;
       if (this.stopping) break;
       await this.wait(backoff);
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
@@ -271,9 +250,7 @@ export class MailIntake {
     client.on('close', () => this.kick?.());
     try {
       await client.connect();
-      this.state.connected = true;
-      this.state.login_refused = null;
-      this.state.idle = client.capabilities.has('IDLE');
+      this.changed({ connected: true, login_refused: null, idle: client.capabilities.has('IDLE') });
       log.info(
         {
           mailbox: mailbox.name,
@@ -287,13 +264,13 @@ export class MailIntake {
         await client.mailboxCreate(mailbox.after.folder).catch(() => undefined);
       while (!this.stopping && client.usable) {
         await this.pass(client);
-        this.state.last_seen = new Date(this.now()).toISOString();
+        this.changed({ last_seen: new Date(this.now()).toISOString() });
         if (this.stopping || !client.usable) break;
         await this.wait(mailbox.poll_interval_ms);
       }
       if (!this.stopping && lost) throw lost;
     } finally {
-      this.state.connected = false;
+      this.changed({ connected: false });
       if (this.client === client) this.client = undefined;
       if (client.usable) await client.logout().catch(() => client.close());
       else client.close();
@@ -483,4 +460,26 @@ export async function checkMailbox(mailbox: MailboxConfig, env: NodeJS.ProcessEn
     if (client.usable) await client.logout().catch(() => client.close());
     else client.close();
   }
+}
+
+/**
+ * `run`: one intake per mailbox, after the spool is cleaned of what a crash left (before any intake
+ * writes to it). The folders results go to are made like a watch's.
+ */
+export async function startMailboxes(deps: Omit<IntakeDeps, 'mailbox'> & { mailboxes: MailboxConfig[] }) {
+  const intakes: MailIntake[] = [];
+  for (const mailbox of deps.mailboxes) {
+    for (const dir of [mailbox.spool_dir!, mailbox.output, mailbox.failed_dir, mailbox.processed_dir])
+      if (dir) await mkdir(dir, { recursive: true });
+    const intake = new MailIntake({ ...deps, mailbox });
+    const removed = await intake.cleanSpool();
+    if (removed)
+      deps.log.info(
+        { mailbox: mailbox.name, files: removed },
+        'mailbox: removed spool files of mail not recorded before a crash; that mail is taken again',
+      );
+    intakes.push(intake);
+  }
+  for (const intake of intakes) intake.start();
+  return intakes;
 }

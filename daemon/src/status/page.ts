@@ -74,6 +74,25 @@ ${s.watches
   .join('\n')}
 </tbody></table>
 <p class="muted" data-testid="states-legend">discovered: waiting to settle · stable: ready to upload · uploading · uploaded: the service is extracting · done: results written, the original not moved yet · archived: finished, the original moved to the processed folder (or deleted or kept, per on_success) · failed: see below.</p></section>`;
+  const mailboxes = s.mailboxes.length
+    ? `<section><h2>Mailboxes</h2><table><thead><tr><th>Mailbox</th><th>Connection</th><th>Last seen</th><th>Messages taken</th><th>Attachments</th><th>Duplicates</th><th>Skipped</th></tr></thead><tbody>${s.mailboxes
+        .map(
+          (m, i) =>
+            `<tr data-testid="mailbox-${i}"><th>${esc(m.name)} <span class="muted">${esc(m.user)} · ${esc(m.host)} · ${esc(m.folder)}</span></th><td>${
+              m.login_refused
+                ? `<span class="bad">login refused: ${esc(m.login_refused)}</span>`
+                : m.connected
+                  ? `<span class="ok">connected${m.idle ? ' (IDLE)' : ' (polling)'}</span>`
+                  : `<span class="bad">not connected</span>${m.last_error ? `: ${esc(m.last_error.message)}` : ''}`
+            }</td><td>${when(m.last_seen)}</td><td>${m.messages.taken ?? 0}</td><td>${m.attachments}</td><td>${m.messages.duplicate ?? 0}</td><td>${m.messages.skipped ?? 0}</td></tr>${m.skipped
+              .map(
+                (k) =>
+                  `<tr><td></td><td colspan="6" class="muted">not taken: ${esc(k.name)} from “${esc(k.subject)}” (${esc(k.from)}): ${esc(k.reason)}</td></tr>`,
+              )
+              .join('')}`,
+        )
+        .join('')}</tbody></table></section>`
+    : '';
   const failed = `<section><h2>Failed files</h2>${
     s.failed.total === 0
       ? '<p class="muted" data-testid="no-failed">None.</p>'
@@ -125,7 +144,7 @@ ${s.failed.files
           .join('')}</tbody></table>`
       : '<p class="muted">None yet.</p>'
   }</section>`;
-  return `${health}${summary}${watches}${held}${failed}${blocked}${reruns}${pulls}
+  return `${health}${summary}${watches}${mailboxes}${held}${failed}${blocked}${reruns}${pulls}
 <p class="muted">Updated <span data-testid="generated-at">${when(s.generated_at)}</span></p>`;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Config } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
+import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { PullRecord, StateDb } from '../store/state.ts';
 
 /** What the page shows; also GET /api/status. */
@@ -43,6 +44,8 @@ export interface StatusSnapshot {
     }>;
   };
   blocked: Array<{ id: number; file: string; state: FileState; problem: string }>;
+  /** Each configured mailbox (mail intake). */
+  mailboxes: MailboxStatus[];
   service: { reachable: boolean; since: string | null; reason: string | null; key_refused: boolean };
   reruns: Array<{
     name: string;
@@ -121,6 +124,8 @@ export function healthOf(source: StatusSource): Health {
     attention.push(
       `${held > 100 ? 'over 100' : held} file(s) held back by a local problem (see "held back")`,
     );
+  // Mail that cannot be fetched is an intake that does not work: as failing as a refused API key.
+  failing.push(...mailboxHealth(config.mailboxes.map((m) => mailboxStatus(db, m))));
   const level: HealthLevel = failing.length ? 'failing' : attention.length ? 'attention' : 'healthy';
   return { level, ok: level === 'healthy', reasons: [...failing, ...attention] };
 }
@@ -213,6 +218,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     blocked: db
       .blocked(20)
       .map((r) => ({ id: r.id, file: r.path, state: r.state, problem: r.blocked ?? '' })),
+    mailboxes: config.mailboxes.map((m) => mailboxStatus(db, m)),
     service: {
       reachable: !down,
       since: iso(down?.since),

@@ -761,6 +761,20 @@ export class StateDb {
       `SELECT * FROM mail_messages WHERE mailbox = ? AND skipped != '[]' ORDER BY id DESC LIMIT ?`,
     ).all(mailbox, limit) as MailMessageRow[];
   }
+  /** A mailbox's connection state as its intake last wrote it (JSON; kv key mailbox.<name>). */
+  mailboxConnection(mailbox: string): string | undefined {
+    return (
+      this.st(`SELECT value FROM kv WHERE key = 'mailbox.' || ?`).get(mailbox) as
+        { value: string } | undefined
+    )?.value;
+  }
+  setMailboxConnection(mailbox: string, value: string) {
+    this.write(() =>
+      this.st(
+        `INSERT INTO kv (key, value) VALUES ('mailbox.' || ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+      ).run(mailbox, value),
+    );
+  }
   /** The message a file row came from, when it came from a mailbox. */
   mailSourceOf(fileId: number): MailSource | undefined {
     return this.st(

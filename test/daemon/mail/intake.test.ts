@@ -4,11 +4,14 @@
  * once every attachment is recorded, and no attachment taken twice (restart, Message-ID again).
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { relative } from 'node:path';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { MailIntake } from '../../../daemon/src/mail/intake.ts';
+import type { MailIntake } from '../../../daemon/src/mail/intake.ts';
 import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import { checkMailboxes } from '../../../daemon/src/commands/check.ts';
+import { cliStatus, renderStatus } from '../../../daemon/src/commands/status.ts';
+import { healthOf, statusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
 import { makeWorld, until, type World } from '../helpers.ts';
 
@@ -21,7 +24,6 @@ afterAll(() => dovecot?.stop());
 let world: World | undefined;
 let intake: MailIntake | undefined;
 afterEach(async () => {
-  await intake?.stop();
   intake = undefined;
   await world?.cleanup();
   world = undefined;
@@ -52,17 +54,10 @@ async function mailWorld(extra: string[] = [], after = "{ action: flag, flag: '$
   return w;
 }
 
-async function startIntake(w: World, running: RunningDaemon) {
-  const log = createLogger('debug', {
-    pretty: false,
-    destination: { write: (s: string) => void w.logs.push(s) } as never,
-  });
-  const mailbox = w.config().mailboxes[0]!;
-  const i = new MailIntake({ mailbox, db: running.db, log, wake: () => running.pipeline.wake() });
-  await i.cleanSpool();
-  i.start();
-  intake = i;
-  return i;
+/** The daemon's intake of the one mailbox (the daemon starts it). */
+function startIntake(_w: World, running: RunningDaemon) {
+  intake = running.mailboxes[0]!;
+  return intake;
 }
 
 const jsonResults = async (dir: string) =>
@@ -108,7 +103,7 @@ describe('mail intake (real dovecot)', () => {
     await clearInbox();
     const w = await mailWorld();
     const running = await w.start();
-    await startIntake(w, running);
+    startIntake(w, running);
     const uid = await dovecot.append(
       mimeMessage({
         from: 'Acme Billing <billing@acme.test>',
@@ -159,7 +154,25 @@ describe('mail intake (real dovecot)', () => {
     expect(status.skipped).toEqual([
       expect.objectContaining({ name: 'logo.png', reason: expect.stringContaining('inline image') }),
     ]);
-    expect(w.logs.join('')).not.toContain(dovecot.users[0]!.password);
+    // The password is in no log line, file (state DB and its WAL, results, spool), status or metric.
+    const password = dovecot.users[0]!.password;
+    expect(w.logs.join('')).not.toContain(password);
+    const files = (await readdir(w.dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
+    for (const f of files) {
+      const path = join(f.parentPath, f.name);
+      if (relative(w.dir, path) === 'mail.pw') continue;
+      expect((await readFile(path)).includes(password), path).toBe(false);
+    }
+    expect(JSON.stringify(statusSnapshot({ db: running.db, config: w.config() }))).not.toContain(password);
+    const check = await checkMailboxes(w.config(), {});
+    expect(check).toEqual({
+      problems: [],
+      lines: [
+        expect.stringMatching(
+          /^mailbox invoices: logged in as invoices at 127\.0\.0\.1; INBOX holds 1 message\(s\), 0 not taken yet; IDLE$/,
+        ),
+      ],
+    });
   });
 
   it('rules by sender choose template and metadata; skip rules leave a mail untaken, with the reason', async () => {
@@ -172,7 +185,7 @@ describe('mail intake (real dovecot)', () => {
       '        skip: true',
     ]);
     const running = await w.start();
-    await startIntake(w, running);
+    startIntake(w, running);
     await dovecot.append(
       mimeMessage({
         from: 'news@shop.test',
@@ -210,7 +223,7 @@ describe('mail intake (real dovecot)', () => {
     await clearInbox();
     const w = await mailWorld([], '{ action: leave }');
     let running = await w.start();
-    await startIntake(w, running);
+    startIntake(w, running);
     const raw = mimeMessage({
       messageId: '<again@acme.test>',
       attachments: [{ name: 'A-1.pdf', content: invoicePdf('A-1') }],
@@ -221,10 +234,9 @@ describe('mail intake (real dovecot)', () => {
       async () => (await jsonResults(join(w.dir, 'mail-results'))).length === 1,
       30_000,
     );
-    await intake!.stop();
     await running.stop();
     running = await w.start();
-    await startIntake(w, running);
+    startIntake(w, running);
     await dovecot.append(raw); // the same mail again (another UID, same Message-ID)
     await until('the copy recorded', () => intake!.status().messages.duplicate === 1, 30_000);
     await until('pipeline idle', () => running.pipeline.idle());
@@ -236,7 +248,7 @@ describe('mail intake (real dovecot)', () => {
     const w = await mailWorld();
     await writeFile(join(w.dir, 'mail.pw'), 'wrong-password-0815\n');
     const running = await w.start();
-    const i = await startIntake(w, running);
+    const i = startIntake(w, running);
     const status = await until(
       'the refusal',
       () => (i.status().login_refused ? i.status() : undefined),
@@ -245,5 +257,26 @@ describe('mail intake (real dovecot)', () => {
     expect(status.connected).toBe(false);
     expect(status.login_refused).toMatch(/refused the login/);
     expect(JSON.stringify(status) + w.logs.join('')).not.toContain('wrong-password-0815');
+    const health = healthOf({ db: running.db, config: w.config() });
+    expect(health.ok).toBe(false);
+    expect(health.reasons).toEqual([
+      expect.stringMatching(
+        /^mailbox invoices cannot log in \(invoices at 127\.0\.0\.1\): the server refused the login/,
+      ),
+    ]);
+    running.db.flush();
+    expect(renderStatus(cliStatus(w.config()))).toMatch(
+      /Mailbox invoices \(invoices at 127\.0\.0\.1, INBOX\): login refused: /,
+    );
+    const check = await checkMailboxes(w.config(), {});
+    expect(check.problems).toEqual([
+      expect.stringMatching(
+        /^mailboxes\[0\] \(invoices, invoices at 127\.0\.0\.1\): the server refused the login/,
+      ),
+    ]);
+    await writeFile(join(w.dir, 'mail.pw'), '');
+    expect((await checkMailboxes(w.config(), {})).problems).toEqual([
+      `mailboxes[invoices].password_file: ${join(w.dir, 'mail.pw')} is empty`,
+    ]);
   });
 });

@@ -332,6 +332,23 @@ describe('the status page and its API', () => {
         ],
       },
       blocked: [{ id: 2, file: evil, state: 'done', problem: evil }],
+      mailboxes: [
+        {
+          name: 'invoices',
+          host: evil,
+          user: evil,
+          folder: evil,
+          connected: false,
+          idle: null,
+          last_seen: null,
+          login_refused: null,
+          last_error: { at: '2026-01-01T00:00:00.000Z', message: evil },
+          updated_at: null,
+          messages: { taken: 1 },
+          attachments: 1,
+          skipped: [{ subject: evil, from: evil, name: evil, reason: evil }],
+        },
+      ],
       service: { reachable: false, since: '2026-01-01T00:00:00.000Z', reason: evil, key_refused: false },
       reruns: [
         {
@@ -349,7 +366,7 @@ describe('the status page and its API', () => {
     };
     const html = renderMain(snapshot);
     expect(html).not.toContain('<img');
-    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(9);
+    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(16);
   });
 });
 
