@@ -37,7 +37,7 @@ export async function until<T>(
 }
 
 /** Installs a Debian package when `present()` says it is missing; fails with a clear message. */
-function ensureDebianPackage(pkg: string, present: () => boolean): void {
+export function ensureDebianPackage(pkg: string, present: () => boolean): void {
   if (present()) return;
   process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
   const install = () =>
@@ -57,7 +57,7 @@ function ensureDebianPackage(pkg: string, present: () => boolean): void {
     );
 }
 
-const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
+export const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 
 /** A process started by a test, with its output kept for failure messages. */
 export interface Service {

@@ -193,8 +193,8 @@ export function networkError(
       return new DocexProxyAuthError(
         operation,
         failure.credentialsSent
-          ? `the proxy ${failure.proxy} refused its user name and password (407 Proxy Authentication Required): correct them in api.proxy or HTTPS_PROXY`
-          : `the proxy ${failure.proxy} requires authentication (407 Proxy Authentication Required): give http://USER:PASSWORD@host:port in api.proxy or HTTPS_PROXY`,
+          ? `the proxy ${failure.proxy} refused its user name and password (${failure.status} ${failure.statusText}): correct them in api.proxy or HTTPS_PROXY`
+          : `the proxy ${failure.proxy} requires authentication (${failure.status} ${failure.statusText}): give http://USER:PASSWORD@host:port in api.proxy or HTTPS_PROXY`,
         options,
       );
     case 'proxy-refused':

@@ -79,7 +79,8 @@ export type NetworkFailure =
   | { type: 'dns'; host: string }
   | { type: 'refused'; address: string }
   | { type: 'proxy-unreachable'; proxy: string; detail: string }
-  | { type: 'proxy-auth'; proxy: string; credentialsSent: boolean }
+  /** 407 (or 401, which tinyproxy sends for a wrong password): credentials missing or refused. */
+  | { type: 'proxy-auth'; proxy: string; credentialsSent: boolean; status: number; statusText: string }
   /** The proxy answered CONNECT with another status (its ACL, or it could not reach the service). */
   | { type: 'proxy-refused'; proxy: string; target: string; status: number; statusText: string }
   | {

@@ -66,7 +66,10 @@ export function openTunnel(
   const finish = (error: Error | null) => {
     if (settled) return;
     settled = true;
+    // setTimeout(0) stops the timer but keeps its listener, which would fire on the next timeout of
+    // whoever uses the socket next (got's socket timeout, the pool's idle timeout).
     socket.setTimeout(0);
+    socket.removeListener('timeout', onTimeout);
     socket.removeListener('readable', onReadable);
     socket.removeListener('error', onError);
     socket.removeListener('end', onEnd);
@@ -90,9 +93,8 @@ export function openTunnel(
     );
   const onEnd = () =>
     finish(unreachable('it closed the connection before answering CONNECT', 'EPROXYCLOSED'));
-  socket.setTimeout(route.setupTimeoutMs, () =>
-    finish(unreachable(`no answer within ${route.setupTimeoutMs} ms`, 'ETIMEDOUT')),
-  );
+  const onTimeout = () => finish(unreachable(`no answer within ${route.setupTimeoutMs} ms`, 'ETIMEDOUT'));
+  socket.setTimeout(route.setupTimeoutMs, onTimeout);
   socket.once('error', onError);
   socket.once('end', onEnd);
   socket.once('connect', () => {
@@ -129,12 +131,15 @@ export function openTunnel(
       if (head.length > end + 4) socket.unshift(head.subarray(end + 4));
       return finish(null);
     }
-    if (status === 407)
+    // 401 too: tinyproxy answers a wrong password so (its 407 is for missing credentials).
+    if (status === 407 || (status === 401 && route.authorization !== undefined))
       return finish(
-        new ProxyTunnelError(`proxy ${route.shown}: 407 Proxy Authentication Required`, 'EPROXYAUTH', {
+        new ProxyTunnelError(`proxy ${route.shown}: ${status} ${match[2]}`, 'EPROXYAUTH', {
           type: 'proxy-auth',
           proxy: route.shown,
           credentialsSent: route.authorization !== undefined,
+          status,
+          statusText: match[2] ?? '',
         }),
       );
     return finish(
@@ -184,28 +189,28 @@ export class HttpsTunnelAgent extends HttpsAgent {
       // handshake is done: the request's rate-limit ticket counts from there, as for a direct TLS
       // socket, and a refused certificate leaves the request provably unsent.
       const tls = tlsConnect({ ...options, socket: raw, servername });
-      const failed = (error: Error) => {
-        tls.destroy();
-        callback(error);
+      let settled = false;
+      const settle = (error: Error | null) => {
+        if (settled) return;
+        settled = true;
+        tls.setTimeout(0);
+        tls.removeListener('timeout', onTimeout); // see openTunnel
+        tls.removeListener('error', settle);
+        if (error) tls.destroy();
+        callback(error, error ? undefined : tls);
       };
-      tls.setTimeout(this.route.setupTimeoutMs, () =>
-        failed(
+      const onTimeout = () =>
+        settle(
           Object.assign(
             new Error(
               `TLS handshake with ${host} through the proxy took over ${this.route.setupTimeoutMs} ms`,
             ),
-            {
-              code: 'ETIMEDOUT',
-            },
+            { code: 'ETIMEDOUT' },
           ),
-        ),
-      );
-      tls.once('error', failed);
-      tls.once('secureConnect', () => {
-        tls.setTimeout(0);
-        tls.removeListener('error', failed);
-        callback(null, tls);
-      });
+        );
+      tls.setTimeout(this.route.setupTimeoutMs, onTimeout);
+      tls.once('error', settle);
+      tls.once('secureConnect', () => settle(null));
     });
     return undefined;
   }
