@@ -9,8 +9,13 @@ import { registerTasks } from './routes/tasks.ts';
 import { registerDocuments } from './routes/documents.ts';
 import { registerControls } from './routes/controls.ts';
 
-export function buildApp(ctx: Ctx, options: { controls: boolean; logger: boolean }): FastifyInstance {
-  const app = Fastify({
+export function buildApp(
+  ctx: Ctx,
+  options: { controls: boolean; logger: boolean; tls?: { cert: string | Buffer; key: string | Buffer } },
+): FastifyInstance {
+  // Fastify types an HTTPS instance apart; the routes see the same requests either way.
+  const app = (Fastify as (o: object) => FastifyInstance)({
+    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
     logger: options.logger,
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: 64 * 1024 * 1024,

@@ -24,6 +24,13 @@ export interface EmulatorOptions {
   logger?: boolean;
   /** The clock for created/updated times (tests of date filters). */
   now?: () => number;
+  /** Serve HTTPS with this certificate chain and key (PEM); `url` then starts with https://. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /**
+   * The host name put in `url` instead of the address listened on: the certificate's name, mapped
+   * to that address in /etc/hosts (default: the address).
+   */
+  urlHost?: string;
 }
 
 export interface Emulator {
@@ -75,14 +82,18 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       task.statusMessage = 'Interrupted by a restart of the service';
     }
   }
-  const app = buildApp(ctx, { controls: options.controls ?? false, logger: options.logger ?? false });
+  const app = buildApp(ctx, {
+    controls: options.controls ?? false,
+    logger: options.logger ?? false,
+    tls: options.tls,
+  });
   await app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
   const bound = app.server.address() as AddressInfo;
   const wildcard = bound.address === '0.0.0.0' || bound.address === '::';
-  const host = wildcard ? '127.0.0.1' : bound.address;
+  const host = options.urlHost ?? (wildcard ? '127.0.0.1' : bound.address);
 
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`,
+    url: `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound.port}`,
     bound,
     keys: world.companies.map((c) => c.apiKey),
     faults: { set: (config) => ctx.faults.set(config), clear: () => ctx.faults.clear() },

@@ -57,7 +57,7 @@ export function ensureDebianPackage(pkg: string, present: () => boolean): void {
     );
 }
 
-const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
+export const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 
 /** A process started by a test, with its output kept for failure messages. */
 export interface Service {

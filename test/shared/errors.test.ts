@@ -12,6 +12,7 @@ import {
   DocexBadRequestError,
   DocexConflictError,
   DocexConnectionError,
+  DocexConnectionRefusedError,
   DocexError,
   DocexInputError,
   DocexNotFoundError,
@@ -348,7 +349,10 @@ describe('connection failures and timeouts', () => {
     expect(error).not.toBeInstanceOf(DocexTimeoutError);
     expect(error.code).toBe('ECONNREFUSED');
     expect(error.retryable).toBe(true);
-    expect(error.message).toMatch(/^fetch_folder: connection failed: .*ECONNREFUSED/);
+    expect(error).toBeInstanceOf(DocexConnectionRefusedError);
+    expect(error.message).toMatch(
+      /^fetch_folder: connection refused by 127\.0\.0\.1:\d+ \(ECONNREFUSED\): nothing listens there; check the service URL/,
+    );
     expect(client.sleep.calls).toHaveLength(2);
     expectNamed(error, 'fetch_folder');
   });
@@ -712,7 +716,7 @@ describe('the API key never shows', () => {
     const file = await nodeClient({ baseUrl: cut.url }).fetchFile({ task_id: 't' });
     errors.push(await caught(readAll(file.body)));
     expect(errors.map((e) => e?.constructor.name)).toEqual([
-      'DocexConnectionError',
+      'DocexConnectionRefusedError',
       'DocexTimeoutError',
       'DocexAbortError',
       'DocexConnectionError',

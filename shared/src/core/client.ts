@@ -14,6 +14,7 @@ import {
   DocexRateLimitError,
   DocexResponseShapeError,
   DocexTimeoutError,
+  networkError,
   redactDeep,
 } from './errors.ts';
 import { fileNameFromContentDisposition, safeFileName } from './files.ts';
@@ -361,6 +362,7 @@ class DocexClientBase {
       return new DocexAbortError(operation, 'aborted', { cause: signal?.reason });
     }
     if (thrown instanceof TransportError) {
+      if (thrown.failure) return networkError(operation, thrown.failure, thrown.code);
       const message = this.redact(thrown.message);
       return thrown.kind === 'timeout'
         ? new DocexTimeoutError(operation, `timed out: ${message}`, { code: thrown.code })

@@ -3,7 +3,7 @@
  * built from the server's answer only, passed through the client's `redact`, never from headers.
  */
 import { BatchFileError, ValidationDetail } from './schemas.ts';
-import type { TransportResponse } from './transport.ts';
+import type { NetworkFailure, TransportResponse } from './transport.ts';
 
 /**
  * What a failure means for whoever handles it, decided once where the error is made:
@@ -126,12 +126,107 @@ export interface ConnectionErrorOptions {
 
 export class DocexConnectionError extends DocexError {
   readonly code: string | undefined;
-  constructor(operation: string, message: string, options: ConnectionErrorOptions = {}) {
+  /** What failed, when the transport could tell (the subclasses below). */
+  readonly failure: NetworkFailure | undefined;
+  constructor(
+    operation: string,
+    message: string,
+    options: ConnectionErrorOptions & { failure?: NetworkFailure } = {},
+  ) {
     super(operation, message, { kind: 'transient', cause: options.cause });
     this.code = options.code;
+    this.failure = options.failure;
   }
 }
 export class DocexTimeoutError extends DocexConnectionError {}
+/** The service's host name does not resolve (no proxy in the way: a proxy resolves names itself). */
+export class DocexDnsError extends DocexConnectionError {}
+/** Nothing listens at the service's address (no proxy in the way). */
+export class DocexConnectionRefusedError extends DocexConnectionError {}
+/** The proxy cannot be reached, or refused to open a tunnel to the service. `proxy` is redacted. */
+export class DocexProxyError extends DocexConnectionError {
+  get proxy(): string {
+    const f = this.failure;
+    return f && 'proxy' in f ? f.proxy : '';
+  }
+}
+/** 407 from the proxy: no credentials, or refused ones. Retrying does not help. */
+export class DocexProxyAuthError extends DocexProxyError {}
+/** The service's certificate was refused; `reason` says why. Retrying does not help. */
+export class DocexTlsError extends DocexConnectionError {
+  get reason(): string {
+    return this.failure?.type === 'tls' ? this.failure.reason : 'other';
+  }
+}
+
+const TLS_ADVICE = 'set api.ca_file or NODE_EXTRA_CA_CERTS to the PEM file of the CA that issued it';
+
+/** The error for a failure the transport told apart, with a message that says what to do. */
+export function networkError(
+  operation: string,
+  failure: NetworkFailure,
+  code: string | undefined,
+  cause?: unknown,
+): DocexConnectionError {
+  const options = { code, failure, cause };
+  const codeNote = code ? ` (${code})` : '';
+  switch (failure.type) {
+    case 'dns':
+      return new DocexDnsError(
+        operation,
+        `cannot resolve the host name ${failure.host}${codeNote}: check the service URL (api.base_url) and this machine's DNS; inside a company network set HTTPS_PROXY or api.proxy`,
+        options,
+      );
+    case 'refused':
+      return new DocexConnectionRefusedError(
+        operation,
+        `connection refused by ${failure.address}${codeNote}: nothing listens there; check the service URL (api.base_url) and that the service is up`,
+        options,
+      );
+    case 'proxy-unreachable':
+      return new DocexProxyError(
+        operation,
+        `the proxy ${failure.proxy} cannot be reached: ${failure.detail}${codeNote}; check HTTPS_PROXY / HTTP_PROXY or api.proxy, or exempt the service with NO_PROXY`,
+        options,
+      );
+    case 'proxy-auth':
+      return new DocexProxyAuthError(
+        operation,
+        failure.credentialsSent
+          ? `the proxy ${failure.proxy} refused its user name and password (${failure.status} ${failure.statusText}): correct them in api.proxy or HTTPS_PROXY`
+          : `the proxy ${failure.proxy} requires authentication (${failure.status} ${failure.statusText}): give http://USER:PASSWORD@host:port in api.proxy or HTTPS_PROXY`,
+        options,
+      );
+    case 'proxy-refused':
+      return new DocexProxyError(
+        operation,
+        `the proxy ${failure.proxy} refused the tunnel to ${failure.target} (${failure.status} ${failure.statusText}): ${
+          failure.status >= 500
+            ? 'it could not reach the service; check the service URL (api.base_url)'
+            : 'its rules forbid this destination; ask its administrator to allow it (for a port other than 443, its list of CONNECT ports), or exempt the service with NO_PROXY'
+        }`,
+        options,
+      );
+    case 'tls':
+      return new DocexTlsError(operation, tlsMessage(failure), options);
+  }
+}
+
+function tlsMessage(f: Extract<NetworkFailure, { type: 'tls' }>): string {
+  const subject = f.subject ? ` (subject ${f.subject})` : '';
+  switch (f.reason) {
+    case 'unknown-issuer':
+      return `TLS: the certificate of ${f.host}${subject} is issued by ${f.issuer ? `"${f.issuer}"` : 'an authority'}, which this machine does not trust (${f.code}): ${TLS_ADVICE} (a proxy that inspects TLS signs with the company's CA)`;
+    case 'name-mismatch':
+      return `TLS: the certificate presented for ${f.host}${subject} is not valid for that name; it names ${f.names ?? 'other hosts'} (${f.code}): use a host name of the certificate in the service URL (api.base_url), or have the certificate reissued`;
+    case 'expired':
+      return `TLS: the certificate of ${f.host}${subject} expired${f.validTo ? ` on ${f.validTo}` : ''} (${f.code}): the service must renew it; check this machine's clock too`;
+    case 'not-yet-valid':
+      return `TLS: the certificate of ${f.host}${subject} is not valid before ${f.validFrom ?? 'a later date'} (${f.code}): check this machine's clock`;
+    case 'other':
+      return `TLS: the certificate of ${f.host}${subject} was refused (${f.code})${f.issuer ? `, issuer "${f.issuer}"` : ''}: ${TLS_ADVICE} if it is a private CA`;
+  }
+}
 export class DocexAbortError extends DocexError {
   constructor(operation: string, message: string, options: { cause?: unknown } = {}) {
     super(operation, message, { kind: 'aborted', cause: options.cause });

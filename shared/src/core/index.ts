@@ -5,6 +5,7 @@ export * from './fields.ts';
 export * from './files.ts';
 export * from './multipart.ts';
 export * from './operations.ts';
+export * from './proxy.ts';
 export * from './review.ts';
 export {
   DEFAULT_WAIT_TIMEOUT_MS,

@@ -2,6 +2,8 @@
 import {
   DocexApiError,
   DocexConnectionError,
+  DocexProxyAuthError,
+  DocexTlsError,
   DocexError,
   DocexRateLimitError,
   DocexTimeoutError,
@@ -44,6 +46,8 @@ export interface RetryContext {
  */
 export function shouldRetry(error: DocexError, ctx: RetryContext): boolean {
   if (!ctx.replayable) return false;
+  // A proxy that wants credentials or a certificate we do not trust answers the same a second later.
+  if (error instanceof DocexProxyAuthError || error instanceof DocexTlsError) return false;
   if (error instanceof DocexRateLimitError) return true;
   if (error instanceof DocexConnectionError && !(error instanceof DocexTimeoutError) && ctx.notSent)
     return true;

@@ -52,18 +52,51 @@ export class TransportError extends Error {
   readonly kind: 'connection' | 'timeout' | 'abort';
   readonly code: string | undefined;
   readonly requestSent: boolean;
+  /** What failed, when the transport could tell (DNS, proxy, certificate...): see NetworkFailure. */
+  readonly failure: NetworkFailure | undefined;
   constructor(
     kind: 'connection' | 'timeout' | 'abort',
     message: string,
-    options: { code?: string; requestSent: boolean; cause?: unknown },
+    options: { code?: string; requestSent: boolean; cause?: unknown; failure?: NetworkFailure },
   ) {
     super(message, { cause: options.cause });
     this.name = 'TransportError';
     this.kind = kind;
     this.code = options.code;
     this.requestSent = options.requestSent;
+    this.failure = options.failure;
   }
 }
+
+/** Why a certificate was refused. */
+export type TlsFailureReason = 'unknown-issuer' | 'name-mismatch' | 'expired' | 'not-yet-valid' | 'other';
+
+/**
+ * A failure to reach the service, told apart so that the message can say what to do. Proxy URLs in
+ * here are already redacted (redactProxyUrl); none of these can have reached the service.
+ */
+export type NetworkFailure =
+  | { type: 'dns'; host: string }
+  | { type: 'refused'; address: string }
+  | { type: 'proxy-unreachable'; proxy: string; detail: string }
+  /** 407 (or 401, which tinyproxy sends for a wrong password): credentials missing or refused. */
+  | { type: 'proxy-auth'; proxy: string; credentialsSent: boolean; status: number; statusText: string }
+  /** The proxy answered CONNECT with another status (its ACL, or it could not reach the service). */
+  | { type: 'proxy-refused'; proxy: string; target: string; status: number; statusText: string }
+  | {
+      type: 'tls';
+      reason: TlsFailureReason;
+      /** The host name the certificate was checked against. */
+      host: string;
+      /** The OpenSSL / Node code (UNABLE_TO_VERIFY_LEAF_SIGNATURE, ERR_TLS_CERT_ALTNAME_INVALID...). */
+      code: string;
+      subject?: string;
+      issuer?: string;
+      /** The names the certificate holds (its subjectAltName). */
+      names?: string;
+      validFrom?: string;
+      validTo?: string;
+    };
 
 /** Codes of errors raised before a request can have reached the server. */
 export const NOT_SENT_CODES: ReadonlySet<string> = new Set([

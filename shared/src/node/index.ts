@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { DocexClient, type BinaryResult, type ClientOptions } from '../core/client.ts';
 import type { Logger, Sleep } from '../core/transport.ts';
 import type { RetryPolicy } from '../core/retry.ts';
+import { proxyCredentials } from '../core/proxy.ts';
 import { NodeTransport, type NodeTransportOptions } from './transport.ts';
 
 export {
@@ -50,6 +51,8 @@ export function createNodeClient(options: NodeClientOptions): DocexClient & { tr
   if (!options.apiKey) throw new TypeError('an API key is required');
   const transport = new NodeTransport(options);
   const key = options.apiKey;
+  // The proxy's password never reaches a message through the transport; this is the second belt.
+  const proxySecret = options.proxy ? proxyCredentials(options.proxy)?.password : undefined;
   const clientOptions: ClientOptions = {
     transport,
     sleep: nodeSleep,
@@ -57,7 +60,10 @@ export function createNodeClient(options: NodeClientOptions): DocexClient & { tr
     retry: options.retry,
     timeoutMs: options.timeoutMs,
     instructionIdIn: options.instructionIdIn,
-    redact: (text) => text.split(key).join('[REDACTED]'),
+    redact: (text) => {
+      const out = text.split(key).join('[REDACTED]');
+      return proxySecret ? out.split(proxySecret).join('[REDACTED]') : out;
+    },
   };
   return Object.assign(new DocexClient(clientOptions), { transport });
 }

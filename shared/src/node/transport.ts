@@ -10,6 +10,8 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
+import * as tls from 'node:tls';
+import { readFileSync } from 'node:fs';
 import got, { type Got, type Response, type StreamOptions } from 'got';
 import PQueue from 'p-queue';
 import {
@@ -23,10 +25,22 @@ import {
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
 import { collectingPacer } from './collect.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
+import { parseProxyUrl, proxyFromEnv, type ProxyEnv } from '../core/proxy.ts';
+import {
+  HttpsTunnelAgent,
+  HttpTunnelAgent,
+  peekCertificate,
+  ProxyTunnelError,
+  proxyRoute,
+  tlsFailure,
+  tlsReason,
+  type ProxyRoute,
+} from './tunnel.ts';
 import {
   TransportError,
   NOT_SENT_CODES,
   type FileInput,
+  type NetworkFailure,
   type Transport,
   type TransportRequest,
   type TransportResponse,
@@ -59,6 +73,22 @@ export interface NodeTransportOptions extends ThrottleOptions {
    * 1 s), below the keep-alive timeouts of common servers (gunicorn 2 s, Node and uvicorn 5 s).
    */
   keepAliveIdleMs?: number;
+  /**
+   * The HTTP proxy: `http://[user:password@]host:port`; `false` for none whatever the environment;
+   * unset to follow HTTPS_PROXY / HTTP_PROXY / NO_PROXY (upper or lower case) from `env`.
+   */
+  proxy?: string | false;
+  /** Where the proxy variables are read (default process.env). */
+  env?: ProxyEnv;
+  /** Bound on reaching the proxy, its answer to CONNECT and the TLS handshake inside (default 30 s). */
+  proxySetupTimeoutMs?: number;
+  /**
+   * CA certificates (PEM text) trusted in addition to Node's own store, which keeps holding the
+   * public roots and NODE_EXTRA_CA_CERTS.
+   */
+  ca?: string | string[];
+  /** Files of PEM certificates (one or several each) trusted in addition, read once here. */
+  caFile?: string | string[];
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -72,6 +102,9 @@ export class NodeTransport implements Transport {
   readonly limiter: SendRateLimiter | undefined;
   private readonly baseUrl: string;
   private readonly origin: string;
+  private readonly target: URL;
+  /** The proxy every request goes through, or undefined for direct connections. */
+  private readonly route: ProxyRoute | undefined;
   private readonly maxResponseBytes: number;
   /** Idempotent requests: keep-alive connections (a reset is retried by the client). */
   private readonly pooled: Got;
@@ -90,6 +123,21 @@ export class NodeTransport implements Transport {
     this.origin = new URL(this.baseUrl).origin;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const idle = options.keepAliveIdleMs ?? 1000;
+    this.target = new URL(this.baseUrl);
+    const proxy =
+      options.proxy === false
+        ? undefined
+        : (options.proxy ?? proxyFromEnv(this.target, options.env ?? process.env));
+    this.route = proxy
+      ? proxyRoute(checkedProxyUrl(proxy), options.proxySetupTimeoutMs ?? 30_000)
+      : undefined;
+    const ca = trustedCertificates(options.ca, options.caFile);
+    const agents = (keepAlive: boolean) => {
+      const common = keepAlive ? { keepAlive, timeout: idle, ...ca } : { keepAlive, ...ca };
+      return this.route
+        ? { http: new HttpTunnelAgent(this.route, common), https: new HttpsTunnelAgent(this.route, common) }
+        : { http: new HttpAgent(common), https: new HttpsAgent(common) };
+    };
     // Built once: got merges these defaults into each request far more cheaply than full options.
     this.pooled = got.extend({
       headers: {
@@ -101,14 +149,9 @@ export class NodeTransport implements Transport {
       retry: { limit: 0 },
       followRedirect: false,
       decompress: true,
-      agent: {
-        http: new HttpAgent({ keepAlive: true, timeout: idle }),
-        https: new HttpsAgent({ keepAlive: true, timeout: idle }),
-      },
+      agent: agents(true),
     });
-    this.fresh = this.pooled.extend({
-      agent: { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) },
-    });
+    this.fresh = this.pooled.extend({ agent: agents(false) });
     this.queue = new PQueue({ concurrency: options.concurrency ?? 4 });
     this.limiter = options.intervalCap
       ? new SendRateLimiter({
@@ -139,9 +182,42 @@ export class NodeTransport implements Transport {
           // same signal; the caller hears of it once it has (an upload's file closed).
           await running?.catch(() => {});
           // DocexErrors (a file that cannot be read, an answer too large) go to the client as they are.
-          reject(error instanceof DocexError ? error : toTransportError(error, request.signal));
+          reject(error instanceof DocexError ? error : await this.explain(error, request.signal));
         });
     });
+  }
+
+  /** The proxy requests go through, credentials redacted; undefined when they go direct. */
+  get proxy(): string | undefined {
+    return this.route?.shown;
+  }
+
+  /**
+   * The transport error for a failed request, with what failed told apart where it can be: the
+   * proxy (unreachable, 407, refused tunnel), DNS, a refused connection, a refused certificate (then
+   * the certificate is read again by a handshake that sends nothing, to name its issuer and subject).
+   */
+  private async explain(error: unknown, signal: AbortSignal | undefined): Promise<TransportError> {
+    const plain = toTransportError(error, signal);
+    if (plain.kind === 'abort') return plain;
+    const tunnel = [error, (error as { cause?: unknown } | undefined)?.cause].find(
+      (e): e is ProxyTunnelError => e instanceof ProxyTunnelError,
+    );
+    const notSent = (failure: NetworkFailure) =>
+      new TransportError('connection', plain.message, { code: plain.code, requestSent: false, failure });
+    if (tunnel) return notSent(tunnel.failure);
+    const host = this.target.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(this.target.port || (this.target.protocol === 'https:' ? 443 : 80));
+    const reason = this.target.protocol === 'https:' ? tlsReason(plain.code) : undefined;
+    if (reason) {
+      const cert = await peekCertificate(host, port, this.route, 5000);
+      return notSent(tlsFailure(reason, plain.code!, host, cert));
+    }
+    if (this.route) return plain;
+    if (plain.code === 'ENOTFOUND' || plain.code === 'EAI_AGAIN') return notSent({ type: 'dns', host });
+    if (plain.code === 'ECONNREFUSED')
+      return notSent({ type: 'refused', address: `${this.target.hostname}:${port}` });
+    return plain;
   }
 
   private async perform(
@@ -486,4 +562,58 @@ function toTransportError(error: unknown, signal: AbortSignal | undefined): Tran
     code: e.code,
     requestSent: !(provenUnsent.has(error as object) || (e.code && NOT_SENT_CODES.has(e.code))),
   });
+}
+
+/** The proxy URL, or a TypeError that says what is wrong with it (never showing its password). */
+function checkedProxyUrl(value: string): URL {
+  const parsed = parseProxyUrl(value);
+  if ('problem' in parsed) throw new TypeError(`proxy: ${parsed.problem}`);
+  return parsed.url;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * The `ca` option for the agents, or nothing when no extra CA is given. Node's `ca` replaces its
+ * store, so the store in use (public roots, NODE_EXTRA_CA_CERTS, the system's with --use-system-ca)
+ * is passed along with the extra certificates.
+ */
+function trustedCertificates(
+  ca: string | string[] | undefined,
+  caFile: string | string[] | undefined,
+): { ca?: string[] } {
+  const extra: string[] = [];
+  for (const text of [ca ?? []].flat()) {
+    const found = text.match(PEM_CERTIFICATE);
+    if (!found) throw new TypeError('ca: no PEM certificate (-----BEGIN CERTIFICATE-----) in the text given');
+    extra.push(...found);
+  }
+  for (const file of [caFile ?? []].flat()) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new TypeError(
+        `CA file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}): give the path of a PEM file holding the CA certificate(s)`,
+      );
+    }
+    const found = text.match(PEM_CERTIFICATE);
+    if (!found) throw new TypeError(`CA file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    extra.push(...found);
+  }
+  if (extra.length === 0) return {};
+  return { ca: [...defaultCertificates(), ...extra] };
+}
+
+/** Node's store as it is in use (Node >= 22.15 tells it; before, the roots plus NODE_EXTRA_CA_CERTS). */
+function defaultCertificates(): string[] {
+  if (typeof tls.getCACertificates === 'function') return tls.getCACertificates('default');
+  const extraFile = process.env.NODE_EXTRA_CA_CERTS;
+  let extra: string[] = [];
+  try {
+    extra = extraFile ? (readFileSync(extraFile, 'utf8').match(PEM_CERTIFICATE) ?? []) : [];
+  } catch {
+    // Node warns about an unreadable NODE_EXTRA_CA_CERTS itself at start.
+  }
+  return [...tls.rootCertificates, ...extra];
 }
