@@ -1,27 +1,46 @@
 /**
  * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
- *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), ESM bundles whose npm
- *           dependencies stay external and the workspace's @docex/shared is bundled in
+ *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), one ESM bundle each
+ *           with their dependencies in it but the three of DAEMON_EXTERNAL
  */
 import { build, type Plugin } from 'esbuild';
+import { isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 
 /**
- * Like esbuild's `packages: 'external'`, except for @docex/shared: a private workspace package that
- * is never published, so docex-sync carries it inside its bundles instead of depending on it.
+ * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
+ * its package), and yaml and node-cron, which common/lazy.ts requires on first use (through
+ * createRequire, which esbuild does not follow) so that commands that need neither never load them.
+ * Everything else (got, p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
+ * the bundle: one file to read and compile per binary instead of hundreds of modules to resolve.
  */
-const externalExceptShared: Plugin = {
-  name: 'external-except-shared',
+const DAEMON_EXTERNAL = ['better-sqlite3', 'yaml', 'node-cron'];
+
+/**
+ * Node's built-ins and the packages left outside as lazy modules: esbuild hoists an ES module's
+ * `import ... from 'node:zlib'` (or 'better-sqlite3') to the top of an ES module bundle, so every
+ * one that any bundled module imports would be loaded at start (zlib, http2, undici behind
+ * stream/web, SQLite's addon, ...), even for `--version`. Imported through a one-line CommonJS
+ * module instead, it is required when the module that imports it first runs.
+ */
+const lazyImports = (external: string[]): Plugin => ({
+  name: 'lazy-imports',
   setup(build) {
-    build.onResolve({ filter: /^[^./]/ }, (args) =>
-      args.kind === 'entry-point' || /^@docex\/shared(\/|$)/.test(args.path)
-        ? undefined
-        : { path: args.path, external: true },
+    build.onResolve({ filter: /^[a-z0-9_:/-]+$/ }, (args) =>
+      args.kind === 'import-statement' &&
+      args.path !== 'node:module' &&
+      (isBuiltin(args.path) || external.includes(args.path))
+        ? { path: args.path, namespace: 'lazy-import' }
+        : undefined,
     );
+    build.onLoad({ filter: /.*/, namespace: 'lazy-import' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
   },
-};
+});
 
 const targets: Record<string, () => Promise<void>> = {
   async n8n() {
@@ -53,6 +72,7 @@ const targets: Record<string, () => Promise<void>> = {
     await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
   },
   async daemon() {
+    const { mainHelp } = await import('../daemon/src/docex-cli/commands.ts');
     await mkdir('daemon/dist', { recursive: true });
     await build({
       // docex-sync and docex, the two binaries of the package; shared code is bundled into each.
@@ -62,7 +82,16 @@ const targets: Record<string, () => Promise<void>> = {
       platform: 'node',
       target: 'node22',
       format: 'esm',
-      plugins: [externalExceptShared],
+      external: DAEMON_EXTERNAL,
+      plugins: [lazyImports(DAEMON_EXTERNAL)],
+      minifyWhitespace: true,
+      minifySyntax: true,
+      // CommonJS packages in an ES module bundle call require() for Node's built-ins.
+      banner: {
+        js: "import { createRequire as __docexCreateRequire } from 'node:module'; const require = __docexCreateRequire(import.meta.url);",
+      },
+      // `docex --help` prints this without loading the operation table (docex-cli/docex.ts).
+      define: { DOCEX_MAIN_HELP: JSON.stringify(mainHelp()) },
       logLevel: 'warning',
     });
   },

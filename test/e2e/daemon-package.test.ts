@@ -69,6 +69,7 @@ describe('the docex-sync package from a plain npm pack', () => {
       [
         'CHANGELOG.md',
         'README.md',
+        'bin/compile-cache.js',
         'bin/docex-sync.js',
         'bin/docex.js',
         'bin/require-node.js',

@@ -5,9 +5,9 @@
  */
 import { DocexError, type ErrorKind } from '@docex/shared';
 import { ConfigError } from './config.ts';
+import { EXIT, type ExitCode } from './exit-codes.ts';
 
-export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, unreachable: 4, stateDb: 5 } as const;
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+export { EXIT, type ExitCode } from './exit-codes.ts';
 
 const EXIT_OF_KIND: Record<ErrorKind, ExitCode> = {
   // Refused the same way next time: the request (or the answer) is wrong, not the moment.

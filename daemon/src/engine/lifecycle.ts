@@ -23,6 +23,7 @@ import {
   retryDelayMs,
   type TaskResult,
 } from '@docex/shared';
+import { intervalAfter } from './poll-timing.ts';
 
 export type FileState =
   'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed' | 'held';
@@ -105,7 +106,10 @@ export type Observation =
   /** The same bytes are being uploaded by another row: wait for it. */
   | { kind: 'same-bytes-in-flight' }
   | { kind: 'upload-starting' }
-  | { kind: 'upload-answered'; taskId: string }
+  /** firstPollMs: when to poll the task first, after this answer (engine/poll-timing.ts); default poll.interval_ms. */
+  | { kind: 'upload-answered'; taskId: string; firstPollMs?: number }
+  /** A task not yet polled is not polled now but at `until` (its watch's tasks take longer; poll-timing.ts). */
+  | { kind: 'poll-postponed'; until: number }
   | { kind: 'upload-failed'; error: unknown }
   | { kind: 'task'; result: TaskResult }
   /** fetch_tasks_results or fetch_document_data failed. */
@@ -257,10 +261,14 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
         state: 'uploaded',
         task_id: obs.taskId,
         uploaded_at: now,
-        next_at: now + policy.poll.interval_ms,
-        poll_interval_ms: policy.poll.interval_ms,
+        next_at: now + Math.max(policy.poll.interval_ms, obs.firstPollMs ?? 0),
+        // 0: not polled yet (the first poll may still be postponed); later() counts from the time.
+        poll_interval_ms: 0,
         reason: null,
       });
+    case 'poll-postponed':
+      if (state !== 'uploaded' || row.poll_interval_ms !== 0) return keep();
+      return to({ next_at: Math.min(Math.max(now, obs.until), deadlineOf(row, policy)) });
     case 'upload-failed':
       return state === 'uploading' ? uploadFailed(row, obs.error, now, policy) : keep();
     case 'task':
@@ -380,18 +388,29 @@ function taskAnswered(row: FileRow, result: TaskResult, now: number, policy: Pol
   return later(row, now, policy, { reason: null });
 }
 
-/** Polls back off ×1.5 (as the core's waitForTask) up to max_interval_ms; the task timeout is never overslept. */
+const deadlineOf = (row: FileRow, policy: Policy) =>
+  row.task_id && row.uploaded_at !== null ? row.uploaded_at + policy.poll.task_timeout_ms : Infinity;
+
+/**
+ * Polls back off ×1.5 (as the core's waitForTask) up to max_interval_ms, and never wait less than
+ * the fixed schedule would after a poll at this moment (a first poll put late by poll-timing.ts
+ * goes on from there, so no task gets more polls than the fixed schedule gives it); the task
+ * timeout is never overslept.
+ */
 function later(row: FileRow, now: number, policy: Policy, changes: Changes, serverError?: unknown): Decision {
+  const sinceUpload = row.uploaded_at === null ? 0 : now - row.uploaded_at;
   const interval = Math.min(
     policy.poll.max_interval_ms,
-    Math.max(policy.poll.interval_ms, Math.round(row.poll_interval_ms * 1.5)),
+    Math.max(
+      policy.poll.interval_ms,
+      Math.round(row.poll_interval_ms * 1.5),
+      intervalAfter(sinceUpload, policy.poll),
+    ),
   );
   const wait = serverError ? Math.max(interval, backoff(policy, 0, serverError)) : interval;
-  const deadline =
-    row.task_id && row.uploaded_at !== null ? row.uploaded_at + policy.poll.task_timeout_ms : Infinity;
   return to({
     ...changes,
     poll_interval_ms: interval,
-    next_at: Math.min(now + wait, Math.max(now, deadline)),
+    next_at: Math.min(now + wait, Math.max(now, deadlineOf(row, policy))),
   });
 }

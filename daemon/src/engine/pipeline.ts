@@ -13,7 +13,7 @@ import { lstat, open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { DocexClient, TaskResult } from '@docex/shared';
+import { isFinalStatus, type DocexClient, type TaskResult } from '@docex/shared';
 import type { Config, WatchConfig } from '../common/config.ts';
 import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
 import {
@@ -32,6 +32,7 @@ import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { routeFor, type Routed } from './routes.ts';
 import type { StateDb } from '../store/state.ts';
+import { firstPollDelayMs, NO_ESTIMATE, observePoll, type ExtractionEstimate } from './poll-timing.ts';
 import type { Candidate, Listed } from './walk.ts';
 
 export interface PipelineDeps {
@@ -130,6 +131,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private stopped = false;
   private refused: unknown;
   private unreachableSet: boolean | undefined;
+  /** Per watch: how long its extractions take, learnt from its polls (poll-timing.ts). */
+  private readonly extraction = new Map<string, ExtractionEstimate>();
 
   constructor(deps: PipelineDeps) {
     super();
@@ -205,6 +208,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** The service could not be reached outside a file's step (the key check of a start). */
   serviceUnreachable(reason: string) {
     this.runLevel({ kind: 'service-unreachable', reason }, undefined);
+  }
+
+  private estimateOf(watch: string): ExtractionEstimate {
+    return this.extraction.get(watch) ?? NO_ESTIMATE;
   }
 
   /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
@@ -515,7 +522,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         folder_id: route.folder_id,
         metadata: route.metadata,
       });
-      this.apply(uploading, { kind: 'upload-answered', taskId: answer.task_ids[0]! });
+      this.apply(uploading, {
+        kind: 'upload-answered',
+        taskId: answer.task_ids[0]!,
+        firstPollMs: firstPollDelayMs(this.estimateOf(row.watch), this.deps.config.poll),
+      });
       db.flush();
       metrics?.uploads.inc();
       this.reachable();
@@ -545,6 +556,13 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     let documentId = row.document_id;
     let outcome = row.outcome === 'duplicate' ? ('duplicate' as const) : ('processed' as const);
     if (row.task_id !== null) {
+      const poll = this.deps.config.poll;
+      const first = row.poll_interval_ms === 0 && row.uploaded_at !== null;
+      if (first) {
+        // Learnt since this task's upload: its watch's tasks take longer than its first poll allows.
+        const until = row.uploaded_at! + firstPollDelayMs(this.estimateOf(row.watch), poll);
+        if (until > this.now()) return void this.apply(row, { kind: 'poll-postponed', until });
+      }
       try {
         task = await client.fetchTasksResults({ task_id: row.task_id });
       } catch (error) {
@@ -552,6 +570,20 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         return void this.apply(row, { kind: 'poll-failed', error });
       }
       this.reachable();
+      if (row.uploaded_at !== null)
+        this.extraction.set(
+          row.watch,
+          observePoll(
+            this.estimateOf(row.watch),
+            {
+              elapsedMs: this.now() - row.uploaded_at,
+              final: isFinalStatus(task.status),
+              first,
+              previousMs: row.updated_at - row.uploaded_at,
+            },
+            poll,
+          ),
+        );
       const answered = this.apply(row, { kind: 'task', result: task });
       const effect = answered.decision.effect;
       if (effect.kind !== 'write-results') {

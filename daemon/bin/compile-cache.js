@@ -1,0 +1,22 @@
+// Node's compile cache for the installed commands: V8 keeps the compiled code of the bundle in a
+// folder of the user's cache, so later starts skip most of the parsing and compiling (docs/cli.md,
+// "Start-up"). Never fatal and never slow: without module.enableCompileCache (Node before 22.1),
+// with NODE_DISABLE_COMPILE_CACHE set, or when the user's cache folder is missing or not writable,
+// the command starts without it. (The folder is checked first because Node's recursive mkdir can
+// spin forever on some paths, e.g. under /proc.) NODE_COMPILE_CACHE, when set, names the folder.
+import { accessSync, constants } from 'node:fs';
+import module from 'node:module';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export function enableCompileCache() {
+  if (typeof module.enableCompileCache !== 'function' || process.env.NODE_DISABLE_COMPILE_CACHE) return;
+  try {
+    if (process.env.NODE_COMPILE_CACHE) return; // Node enabled it at start, in that folder
+    var base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+    accessSync(base, constants.W_OK);
+    module.enableCompileCache(join(base, 'docex-sync', 'compile-cache'));
+  } catch {
+    // A cache is an optimisation: starting matters more.
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The poll timing (daemon/src/engine/poll-timing.ts) as pure functions, and its promise checked by
+ * simulation through the lifecycle itself: for any extraction time, any earlier estimate, failed and
+ * duplicate tasks alike, a task gets no more polls than the fixed schedule (2 s, then ×1.5) gives it.
+ */
+import { describe, expect, it } from 'vitest';
+import { decide, type FileRow, type Policy } from '../../../daemon/src/engine/lifecycle.ts';
+import {
+  firstPollDelayMs,
+  intervalAfter,
+  NO_ESTIMATE,
+  observePoll,
+  type ExtractionEstimate,
+} from '../../../daemon/src/engine/poll-timing.ts';
+
+const POLL = { interval_ms: 2000, max_interval_ms: 30_000, task_timeout_ms: 3_600_000 };
+const policy: Policy = {
+  stable_ms: 0,
+  poll: POLL,
+  upload: { max_attempts: 3, retry_base_ms: 1000, retry_max_ms: 60_000 },
+  random: () => 0.5,
+};
+
+/** The fixed schedule's poll times after the upload: 2000, 5000, 9500, 16250, ... */
+function fixedSchedule(until: number): number[] {
+  const times = [POLL.interval_ms];
+  let interval = POLL.interval_ms;
+  while (times.at(-1)! < until) {
+    interval = Math.min(POLL.max_interval_ms, Math.round(interval * 1.5));
+    times.push(times.at(-1)! + interval);
+  }
+  return times;
+}
+const fixedPolls = (extractionMs: number) =>
+  fixedSchedule(extractionMs).findIndex((t) => t >= extractionMs) + 1;
+
+const uploaded = (now: number): FileRow => ({
+  id: 1,
+  watch: '/w',
+  path: '/w/a.pdf',
+  route: null,
+  rel: 'a.pdf',
+  size: 1,
+  mtime_ms: 1,
+  ino: 1,
+  sha256: 'x',
+  state: 'uploading',
+  outcome: null,
+  task_id: null,
+  document_id: null,
+  attempts: 1,
+  reason: null,
+  blocked: null,
+  finalized: 0,
+  next_at: now,
+  poll_interval_ms: 2000,
+  stable_since: 0,
+  uploaded_at: null,
+  discovered_at: 0,
+  updated_at: now,
+});
+
+/**
+ * One task through the lifecycle and the timing as the pipeline uses them: polls at next_at (late
+ * by `lateMs` each, as a busy limiter makes them), the task final from `extractionMs` on (with
+ * `status`), the estimate learnt from every poll. Returns the polls made and the estimate after.
+ */
+function simulate(extractionMs: number, estimate: ExtractionEstimate, lateMs = 0, status = 'DONE') {
+  let row = uploaded(0);
+  const answered = decide(
+    row,
+    { kind: 'upload-answered', taskId: 't', firstPollMs: firstPollDelayMs(estimate, POLL) },
+    0,
+    policy,
+  );
+  row = { ...row, ...answered.changes, updated_at: 0 } as FileRow;
+  let polls = 0;
+  for (;;) {
+    const now = row.next_at + lateMs;
+    polls++;
+    const final = now >= extractionMs;
+    estimate = observePoll(
+      estimate,
+      { elapsedMs: now, final, first: row.poll_interval_ms === 0, previousMs: row.updated_at },
+      POLL,
+    );
+    const result = final
+      ? { task_id: 't', status, document_id: status === 'FAILED' ? null : 7, status_message: '' }
+      : { task_id: 't', status: 'IN PROGRESS', document_id: null, status_message: '' };
+    const d = decide(row, { kind: 'task', result } as never, now, policy);
+    if (final || polls > 100) return { polls, estimate, seenAt: now };
+    row = { ...row, ...d.changes, updated_at: now } as FileRow;
+  }
+}
+
+describe('intervalAfter: the fixed schedule', () => {
+  it('waits 2 s, 3 s, 4.5 s, ... after polls at its own points, up to max_interval_ms', () => {
+    expect(intervalAfter(0, POLL)).toBe(2000);
+    expect(intervalAfter(2000, POLL)).toBe(3000);
+    expect(intervalAfter(5000, POLL)).toBe(4500);
+    expect(intervalAfter(9500, POLL)).toBe(6750);
+    expect(intervalAfter(7000, POLL)).toBe(4500); // between two points: as after the earlier one
+    expect(intervalAfter(10_000_000, POLL)).toBe(30_000);
+  });
+});
+
+describe('firstPollDelayMs', () => {
+  it('is the fixed first poll while nothing is known, never earlier', () => {
+    expect(firstPollDelayMs(NO_ESTIMATE, POLL)).toBe(2000);
+    expect(firstPollDelayMs({ typicalMs: 500, longestUnfinishedMs: 0 }, POLL)).toBe(2000);
+  });
+  it('aims at the typical extraction time once one was seen', () => {
+    expect(firstPollDelayMs({ typicalMs: 10_300, longestUnfinishedMs: 9500 }, POLL)).toBe(10_300);
+  });
+  it('before any task was seen final, goes 1.5x past the longest time one was seen unfinished', () => {
+    expect(firstPollDelayMs({ typicalMs: undefined, longestUnfinishedMs: 5000 }, POLL)).toBe(7500);
+  });
+});
+
+describe('observePoll', () => {
+  it('learns the longest unfinished time from polls that came too early', () => {
+    const e = observePoll(
+      NO_ESTIMATE,
+      { elapsedMs: 5000, final: false, first: false, previousMs: 2000 },
+      POLL,
+    );
+    expect(e).toEqual({ typicalMs: undefined, longestUnfinishedMs: 5000 });
+  });
+  it('after a miss then a hit, aims 10 % past the miss, never past the hit', () => {
+    expect(
+      observePoll(NO_ESTIMATE, { elapsedMs: 16_250, final: true, first: false, previousMs: 9500 }, POLL)
+        .typicalMs,
+    ).toBe(10_450);
+    expect(
+      observePoll(NO_ESTIMATE, { elapsedMs: 10_000, final: true, first: false, previousMs: 9500 }, POLL)
+        .typicalMs,
+    ).toBe(10_000);
+  });
+  it('after a hit at the first poll, probes 1 % earlier next time, never below interval_ms', () => {
+    const e = { typicalMs: 10_000, longestUnfinishedMs: 0 };
+    expect(observePoll(e, { elapsedMs: 10_050, final: true, first: true }, POLL).typicalMs).toBe(9900);
+    expect(
+      observePoll(
+        { typicalMs: 2000, longestUnfinishedMs: 0 },
+        { elapsedMs: 2000, final: true, first: true },
+        POLL,
+      ).typicalMs,
+    ).toBe(2000);
+  });
+});
+
+describe('never more polls than the fixed schedule', () => {
+  const estimates: ExtractionEstimate[] = [
+    NO_ESTIMATE,
+    { typicalMs: 2000, longestUnfinishedMs: 0 },
+    { typicalMs: 9000, longestUnfinishedMs: 0 },
+    { typicalMs: 10_450, longestUnfinishedMs: 0 },
+    { typicalMs: 60_000, longestUnfinishedMs: 0 },
+    { typicalMs: undefined, longestUnfinishedMs: 40_000 },
+  ];
+  const extractions = [
+    0, 1, 1999, 2000, 2001, 4999, 5000, 9500, 9501, 10_000, 16_250, 45_000, 120_000, 1_000_000,
+  ];
+
+  it('for every extraction time and earlier estimate, on time or polled late', () => {
+    for (const estimate of estimates)
+      for (const extraction of extractions)
+        for (const late of [0, 37, 900])
+          for (const status of ['DONE', 'FAILED', 'DUPLICATE']) {
+            const { polls } = simulate(extraction, estimate, late, status);
+            expect(polls, JSON.stringify({ estimate, extraction, late, status })).toBeLessThanOrEqual(
+              fixedPolls(extraction),
+            );
+          }
+  });
+
+  it('a run of 10-s extractions costs about one poll each once the first was seen', () => {
+    let estimate = NO_ESTIMATE;
+    const polls: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const r = simulate(10_000, estimate);
+      polls.push(r.polls);
+      estimate = r.estimate;
+    }
+    expect(polls[0]).toBe(fixedPolls(10_000)); // 4: nothing known yet
+    const rest = polls.slice(1);
+    expect(rest.reduce((a, b) => a + b, 0) / rest.length).toBeLessThan(1.15);
+  });
+
+  it('a poll is postponed only while the task was not polled yet, and never past the task timeout', () => {
+    const row = {
+      ...uploaded(0),
+      state: 'uploaded' as const,
+      task_id: 't',
+      uploaded_at: 0,
+      poll_interval_ms: 0,
+    };
+    expect(decide(row, { kind: 'poll-postponed', until: 12_000 }, 2000, policy).changes).toEqual({
+      next_at: 12_000,
+    });
+    expect(decide(row, { kind: 'poll-postponed', until: 9_000_000 }, 2000, policy).changes?.next_at).toBe(
+      POLL.task_timeout_ms,
+    );
+    expect(
+      decide({ ...row, poll_interval_ms: 3000 }, { kind: 'poll-postponed', until: 12_000 }, 2000, policy)
+        .changes,
+    ).toBeUndefined();
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * What `docex` and `docex-sync` load to answer --version and --help (docs/cli.md, "Start-up"): the
+ * entries answer those with Node's built-ins and the package's version only; the client (got,
+ * p-queue), zod, pino and SQLite are loaded by the commands that use them. Every module resolved is
+ * recorded by a resolve hook (module.registerHooks sees import and require alike), for the sources
+ * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
+ * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = join(import.meta.dirname, '../..');
+const dir = mkdtempSync(join(tmpdir(), 'docex-startup-'));
+const hook = join(dir, 'record.mjs');
+writeFileSync(
+  hook,
+  `import { registerHooks } from 'node:module';
+import { appendFileSync } from 'node:fs';
+const log = process.env.RECORD_MODULES;
+registerHooks({
+  resolve(specifier, context, next) {
+    const resolved = next(specifier, context);
+    appendFileSync(log, resolved.url + '\\n');
+    return resolved;
+  },
+});
+`,
+);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let run = 0;
+/** The modules a command resolves, and its stdout. */
+function loaded(script: string, args: string[]) {
+  const log = join(dir, `modules-${run++}.txt`);
+  writeFileSync(log, '');
+  const stdout = execFileSync(process.execPath, ['--import', hook, script, ...args], {
+    cwd: repo,
+    env: { ...process.env, RECORD_MODULES: log, NODE_DISABLE_COMPILE_CACHE: '1' },
+    encoding: 'utf8',
+  });
+  const modules = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  return { stdout, modules };
+}
+
+const heavy = (modules: string[]) =>
+  modules.filter(
+    (m) =>
+      /node_modules|\/shared\/src\/|\/store\/|\/engine\/|\/status\/|\/outputs\//.test(m) ||
+      /^node:(zlib|http|https|http2|net|tls|dns|crypto|sqlite|worker_threads)$/.test(m),
+  );
+
+const SOURCES = {
+  'docex-sync': 'daemon/src/commands/docex-sync.ts',
+  docex: 'daemon/src/docex-cli/docex.ts',
+};
+
+describe('from the sources', () => {
+  for (const [command, script] of Object.entries(SOURCES)) {
+    it(`${command} --version loads nothing but Node's built-ins and its own entry`, () => {
+      const { stdout, modules } = loaded(script, ['--version']);
+      expect(stdout).toMatch(new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`));
+      expect(heavy(modules)).toEqual([]);
+      expect(modules.some((m) => m.endsWith(script))).toBe(true);
+    });
+  }
+
+  it('docex-sync --help and a usage mistake load nothing heavy either', () => {
+    expect(heavy(loaded(SOURCES['docex-sync'], ['--help']).modules)).toEqual([]);
+    expect(heavy(loaded(SOURCES['docex-sync'], ['run', '--help']).modules)).toEqual([]);
+  });
+
+  it('a command that does its work loads it: docex-sync status loads the store', () => {
+    const config = join(dir, 'sync.yaml');
+    writeFileSync(
+      config,
+      `watch:\n  - path: ${dir}\n    template_id: 1\n    output: ${join(dir, 'out')}\n    processed_dir: ${join(dir, 'done')}\n    failed_dir: ${join(dir, 'failed')}\nstate_db: ${join(dir, 'state.db')}\n`,
+    );
+    const { modules } = loaded(SOURCES['docex-sync'], ['status', '--config', config]);
+    expect(modules.some((m) => m.includes('/store/state.ts'))).toBe(true);
+  });
+});
+
+describe('the shipped bundles', () => {
+  beforeAll(() => {
+    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+  }, 120_000);
+
+  for (const [command, bin] of [
+    ['docex-sync', 'daemon/bin/docex-sync.js'],
+    ['docex', 'daemon/bin/docex.js'],
+  ] as const) {
+    for (const flag of ['--version', '--help']) {
+      it(`${command} ${flag} requires no package and no network built-in`, () => {
+        const { stdout, modules } = loaded(bin, [flag]);
+        expect(stdout.length).toBeGreaterThan(10);
+        expect(heavy(modules)).toEqual([]);
+        // The bundle is one file: besides the bin's own files, nothing of the package is read.
+        expect(
+          modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
+        ).toEqual(
+          expect.arrayContaining([
+            `bin/${bin.split('/').at(-1)}`,
+            'bin/require-node.js',
+            'bin/compile-cache.js',
+          ]),
+        );
+        expect(modules.filter((m) => m.startsWith('file:') && !m.includes('/daemon/bin/'))).toEqual([
+          expect.stringMatching(/\/daemon\/dist\/(cli|docex)\.js$/),
+        ]);
+      });
+    }
+  }
+});
