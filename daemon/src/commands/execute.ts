@@ -31,6 +31,12 @@ import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
+/**
+ * The largest answer the daemon reads (docs/daemon.md, "Health"): far above any document's data,
+ * and a hostile answer is refused before it holds much memory or long parsing.
+ */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
 function clientFor(config: Config, log?: ReturnType<typeof createLogger>): DocexClient {
   return createNodeClient({
     baseUrl: baseUrlFrom(config, process.env),
@@ -43,6 +49,7 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
     retry: { maxRetries: config.api.max_retries },
     logger: log,
     userAgent: `docex-sync/${packageJson.version}`,
+    maxResponseBytes: MAX_ANSWER_BYTES,
   });
 }
 
