@@ -6,6 +6,7 @@ import { z } from 'zod/v4';
 import { nodeCron, yaml } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { didYouMean } from './suggest.ts';
+import { parseNamePattern } from './names.ts';
 
 const positiveInt = z.number().int().positive();
 /** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
@@ -34,6 +35,15 @@ export const NAS_IGNORED_NAMES = [
   '.~lock.*#',
   '~$*',
 ];
+
+/** A name pattern (outputs/names.ts), checked when the config is read. */
+const namePattern = z.string().check((ctx) => {
+  try {
+    parseNamePattern(ctx.value);
+  } catch (error) {
+    ctx.issues.push({ code: 'custom', input: ctx.value, message: (error as Error).message });
+  }
+});
 
 /** A subfolder of a watch sent with its own template or folder and metadata. */
 const Route = z.strictObject({
@@ -88,6 +98,12 @@ const WatchFolder = z.strictObject({
    * own template_id / folder_id, or is held when it has none.
    */
   routes: z.array(Route).default([]),
+  /** Where an original goes in processed_dir, from the data, e.g. "{yyyy}/{MM}/{field:Supplier}/{name}{ext}" (default: its path in the watched folder). */
+  archive_name: namePattern.optional(),
+  /** The base of the result files' names in output (".json", ".fields.csv", ".lines.csv" added), e.g. "{field:Supplier}/{field:Invoice number}" (default: "<name>.doc-<id>"). */
+  result_name: namePattern.optional(),
+  /** What a name part becomes when its field is missing or empty and the placeholder gives no default. */
+  name_missing: z.string().min(1).default('unknown'),
 });
 
 const Rerun = z.strictObject({

@@ -1,6 +1,7 @@
 /** File-system helpers: ignore rules, atomic writes, moves that never leave their folder. */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { safeFileName } from '@docex/shared';
 import { globMatcher, type WatchConfig } from './config.ts';
@@ -131,16 +132,36 @@ export async function freeTarget(dir: string, rel: string): Promise<string> {
   }
 }
 
-/** rename, or copy + delete across file systems. Returns the new path. */
+/**
+ * Moves without overwriting: a hard link to a free name (refused with EEXIST when another move took
+ * that name meanwhile, then the next name is tried) and the source removed; across file systems a
+ * copy that refuses to overwrite, then the delete; rename where links are not supported. Two files
+ * given the same name at the same moment (names from the data) both keep theirs. Returns the new path.
+ */
 export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
-  const target = await freeTarget(dir, rel);
-  await mkdir(dirname(target), { recursive: true });
-  try {
-    await rename(source, target);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
-    await copyFile(source, target);
-    await rm(source);
+  for (;;) {
+    const target = await freeTarget(dir, rel);
+    await mkdir(dirname(target), { recursive: true });
+    try {
+      await link(source, target);
+      await rm(source);
+      return target;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') continue;
+      if (code === 'EXDEV') {
+        try {
+          await copyFile(source, target, constants.COPYFILE_EXCL);
+        } catch (copyError) {
+          if ((copyError as NodeJS.ErrnoException).code === 'EEXIST') continue;
+          throw copyError;
+        }
+        await rm(source);
+        return target;
+      }
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+      await rename(source, target);
+      return target;
+    }
   }
-  return target;
 }

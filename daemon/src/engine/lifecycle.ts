@@ -85,6 +85,10 @@ export interface FileRow {
   updated_at: number;
   /** The route it is sent by (routes.ts; null: the watch's own template or folder, or not routed yet). */
   route: string | null;
+  /** archive_name: where the original goes in processed_dir (null: its path in the watched folder). */
+  archive_rel: string | null;
+  /** result_name: the base of its result files in output (null: "<name>.doc-<id>"). */
+  result_base: string | null;
 }
 
 export interface Policy {
@@ -124,6 +128,8 @@ export type Observation =
   /** Which route sends the file (looked at before hashing and again before upload): `held` when none maps it. */
   | { kind: 'routed'; route: string | null }
   | { kind: 'unrouted'; reason: string }
+  /** Names from the data (archive_name, result_name), decided once the document's data is read. */
+  | { kind: 'named'; archiveRel: string | null; resultBase: string | null }
   /** The daemon starts after a stop or a crash. */
   | { kind: 'restarted' }
   /** `docex-sync retry`: a failed file that was not yet moved goes through the pipeline again. */
@@ -316,6 +322,9 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
     case 'unrouted':
       if (state !== 'discovered' && state !== 'stable') return keep();
       return to({ state: 'held', reason: obs.reason, route: null, next_at: NEVER });
+    case 'named':
+      if (state !== 'uploaded') return keep();
+      return to({ archive_rel: obs.archiveRel, result_base: obs.resultBase });
     case 'restarted':
       // The config may map it now (a reload restarts the pipeline): it is looked at again.
       if (state === 'held')

@@ -13,7 +13,13 @@ import { lstat, open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isFinalStatus, type DocexClient, type TaskResult } from '@docex/shared';
+import {
+  generalFieldsOf,
+  isFinalStatus,
+  type DocexClient,
+  type DocumentData,
+  type TaskResult,
+} from '@docex/shared';
 import type { Config, WatchConfig } from '../common/config.ts';
 import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
 import {
@@ -31,6 +37,7 @@ import { spoolWatches } from '../mail/spool.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { routeFor, type Routed } from './routes.ts';
+import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { StateDb } from '../store/state.ts';
 import { firstPollDelayMs, NO_ESTIMATE, observePoll, type ExtractionEstimate } from './poll-timing.ts';
 import type { Candidate, Listed } from './walk.ts';
@@ -66,6 +73,14 @@ const HASH_CHUNK = 256 * 1024;
  */
 const spareHashBuffers: Buffer[] = [];
 
+/** Name patterns parsed once (the config checked them when it was read). */
+const patterns = new Map<string, NamePattern>();
+function namePattern(source: string): NamePattern {
+  let pattern = patterns.get(source);
+  if (!pattern) patterns.set(source, (pattern = parseNamePattern(source)));
+  return pattern;
+}
+
 /** The file's SHA-256, and its size and mtime once read (through one handle: no stream, no second stat). */
 async function hashFile(path: string) {
   const buffer = spareHashBuffers.pop() ?? Buffer.allocUnsafeSlow(HASH_CHUNK);
@@ -100,7 +115,7 @@ type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
 
 /** Where the original will go after success, written into the JSON before it moves (corrected after if need be). */
 async function plannedArchive(watch: WatchConfig, row: FileRow): Promise<string | null> {
-  if (watch.on_success === 'move') return freeTarget(watch.processed_dir!, row.rel);
+  if (watch.on_success === 'move') return freeTarget(watch.processed_dir!, row.archive_rel ?? row.rel);
   return watch.on_success === 'keep' ? row.path : null;
 }
 
@@ -605,9 +620,15 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return void this.apply(current, { kind: 'poll-failed', error });
     }
     let files: string[];
-    const planned = await plannedArchive(watch, row);
+    try {
+      current = await this.named(watch, current, data);
+    } catch (error) {
+      return void this.apply(current, { kind: 'results-failed', error });
+    }
+    const planned = await plannedArchive(watch, current);
     try {
       files = await this.results.write(watch, data, {
+        base: current.result_base ?? undefined,
         source: row.path,
         archivedTo: planned,
         sha256: row.sha256,
@@ -630,6 +651,35 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     await this.archive(done, planned);
   }
 
+  /**
+   * Names from the data (archive_name, result_name), decided the first time the document's data is
+   * read and kept in the row: a replay after a crash, the archive step after a restart and a rerun
+   * use the same names. The date parts are those of the file's discovery, not of the write.
+   */
+  private async named(watch: WatchConfig, row: FileRow, data: DocumentData): Promise<FileRow> {
+    if (!watch.archive_name && !watch.result_name) return row;
+    if (row.archive_rel !== null || row.result_base !== null) return row;
+    const layout = await this.results.layouts.get(data.template_id);
+    const values: NameValues = {
+      date: new Date(row.discovered_at),
+      templateId: data.template_id,
+      templateName: layout?.name,
+      documentId: data.document_id,
+      originalName: basename(row.path),
+      fields: new Map(generalFieldsOf(data).map((f) => [f.name, f.value])),
+      missing: watch.name_missing,
+    };
+    const archiveRel = watch.archive_name ? renderName(namePattern(watch.archive_name), values) : null;
+    const resultBase = watch.result_name
+      ? await this.results.freeBase(
+          watch,
+          renderName(namePattern(watch.result_name), values),
+          data.document_id,
+        )
+      : null;
+    return this.apply(row, { kind: 'named', archiveRel, resultBase }).row;
+  }
+
   /** `planned`: where the JSON just written says the original goes (not read back when it went there). */
   private async archive(row: FileRow, planned?: string | null) {
     const { log, metrics } = this.deps;
@@ -641,9 +691,15 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           () => false,
         );
         if (there) {
-          const target = await moveInto(row.path, watch.processed_dir!, row.rel);
+          const target = await moveInto(row.path, watch.processed_dir!, row.archive_rel ?? row.rel);
           if (row.document_id !== null && target !== planned)
-            await this.results.recordArchive(watch, basename(row.path), row.document_id, target);
+            await this.results.recordArchive(
+              watch,
+              basename(row.path),
+              row.document_id,
+              target,
+              row.result_base,
+            );
         }
       } else if (watch.on_success === 'delete') {
         await rm(row.path, { force: true });

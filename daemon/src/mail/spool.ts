@@ -19,6 +19,7 @@ export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfi
         template_id: t.template_id,
         folder_id: t.folder_id,
         metadata: t.metadata,
+        name_missing: 'unknown',
         recursive: true,
         include: [],
         exclude: [],

@@ -228,7 +228,7 @@ async function rewriteIfChanged(
 ): Promise<boolean> {
   const sourceName = basename(row.rel);
   const before = watch.formats.includes('json')
-    ? await readResultJson(jsonResultPath(watch.output, sourceName, data.document_id))
+    ? await readResultJson(jsonResultPath(watch.output, sourceName, data.document_id, row.result_base))
     : undefined;
   if (before && extractionOf(before.document) === extractionOf(data)) return false;
   await results.write(watch, data, {
@@ -240,6 +240,7 @@ async function rewriteIfChanged(
     sourceName,
     refreshedBy: rerunName,
     message: before?.message,
+    base: row.result_base ?? undefined,
   });
   return true;
 }

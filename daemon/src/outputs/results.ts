@@ -22,6 +22,8 @@ export interface TemplateLayout {
   general: string[];
   line: string[];
   numberLocale: 'EU' | 'US' | null;
+  /** The template's name ({template} in name patterns). */
+  name?: string;
 }
 
 /** How CSV files are written: standard (RFC 4180) or for a spreadsheet (BOM, ';', decimal comma). */
@@ -84,6 +86,7 @@ export class TemplateLayouts {
     const names = (type: string) => ordered.filter((f) => f.type === type && f.name).map((f) => f.name!);
     const locale = String(template.number_locale ?? '').toUpperCase();
     return {
+      name: template.name,
       general: names('General fields'),
       line: names('Line fields'),
       numberLocale: locale === 'EU' || locale === 'US' ? locale : null,
@@ -195,6 +198,8 @@ export interface ResultContext {
   refreshedBy?: string;
   /** The e-mail the file came from (mail intake). */
   message?: MailSource;
+  /** The base of the file names, from result_name (freeBase); default: resultBase(sourceName, id). */
+  base?: string | undefined;
 }
 
 /** The JSON result as written (what later reads of it, e.g. after a rerun, can rely on). */
@@ -212,8 +217,12 @@ export interface ResultJson {
   message?: MailSource;
 }
 
-export const jsonResultPath = (output: string, sourceName: string, documentId: number) =>
-  inside(output, `${resultBase(sourceName, documentId)}.json`);
+export const jsonResultPath = (
+  output: string,
+  sourceName: string,
+  documentId: number,
+  base?: string | null,
+) => inside(output, `${base ?? resultBase(sourceName, documentId)}.json`);
 
 export async function readResultJson(path: string): Promise<ResultJson | undefined> {
   try {
@@ -227,6 +236,8 @@ export async function readResultJson(path: string): Promise<ResultJson | undefin
 export class ResultWriter {
   readonly layouts: TemplateLayouts;
   private readonly daily = new DailyCsv();
+  /** Bases freeBase gave out whose files are not written yet (output/base → document id). */
+  private readonly reserved = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(
@@ -241,7 +252,7 @@ export class ResultWriter {
     const layout = await this.layouts.get(data.template_id);
     const dialect = dialectFor(target.csv_style ?? 'standard', layout);
     const fraud = fraudOf(data, ctx.task);
-    const base = resultBase(ctx.sourceName, data.document_id);
+    const base = ctx.base ?? resultBase(ctx.sourceName, data.document_id);
     const writtenAt = new Date(this.now());
     const written: string[] = [];
     const put = async (name: string, content: string) => {
@@ -298,7 +309,26 @@ export class ResultWriter {
       };
       written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
     }
+    if (ctx.base !== undefined) this.reserved.delete(inside(target.output, base)); // on disk now
     return written;
+  }
+
+  /**
+   * A base for a document's result files that no other document's set holds: "R-1", "R-1 (2)", ...
+   * (a set already there for this document is its own, rewritten after a crash or a rerun).
+   */
+  async freeBase(target: ResultTarget, wanted: string, documentId: number): Promise<string> {
+    for (let n = 1; ; n++) {
+      const base = n === 1 ? wanted : `${wanted} (${n})`;
+      const key = inside(target.output, base);
+      const reserved = this.reserved.get(key);
+      if (reserved !== undefined && reserved !== documentId) continue;
+      // Reserved before the await: two documents with the same data finishing together never pick one base.
+      this.reserved.set(key, documentId);
+      const owner = await ownerOf(target, base);
+      if (owner === undefined || owner === documentId) return base;
+      if (reserved === undefined) this.reserved.delete(key);
+    }
   }
 
   /** After the original moved: the JSON says where it went (idempotent; nothing if it already does). */
@@ -307,13 +337,40 @@ export class ResultWriter {
     sourceName: string,
     documentId: number,
     archivedTo: string | null,
+    base?: string | null,
   ) {
     if (!target.formats.includes('json')) return;
-    const path = jsonResultPath(target.output, sourceName, documentId);
+    const path = jsonResultPath(target.output, sourceName, documentId, base);
     const json = await readResultJson(path);
     if (!json || json.archived_to === archivedTo) return;
     await writeAtomic(path, `${JSON.stringify({ ...json, archived_to: archivedTo }, null, 2)}\n`);
   }
+}
+
+/** The document id of the result set at `base`: undefined when there is none, null when it cannot be read (taken). */
+async function ownerOf(target: ResultTarget, base: string): Promise<number | null | undefined> {
+  for (const [suffix, read] of [
+    ['.json', (text: string) => (JSON.parse(text) as ResultJson).document.document_id],
+    [
+      '.fields.csv',
+      (text: string) => Number(parseCsv(text.replace(/^\uFEFF/, ''), text.includes(';') ? ';' : ',')[1]?.[0]),
+    ],
+    ['.lines.csv', () => null],
+  ] as const) {
+    let text: string;
+    try {
+      text = await readFile(inside(target.output, `${base}${suffix}`), 'utf8');
+    } catch {
+      continue;
+    }
+    try {
+      const id = read(text);
+      return typeof id === 'number' && Number.isFinite(id) ? id : null;
+    } catch {
+      return null;
+    }
+  }
+  return undefined;
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');

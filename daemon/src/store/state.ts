@@ -126,6 +126,9 @@ const MIGRATIONS = [
     message INTEGER NOT NULL,
     name TEXT NOT NULL
   );`,
+  // 6: names from the data, decided once per file (a replay or a rerun finds the same files).
+  `ALTER TABLE files ADD COLUMN archive_rel TEXT;
+  ALTER TABLE files ADD COLUMN result_base TEXT;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

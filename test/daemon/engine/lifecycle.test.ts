@@ -62,6 +62,8 @@ const row = (state: FileState, extra: Partial<FileRow> = {}): FileRow => ({
   discovered_at: T0,
   updated_at: T0,
   route: null,
+  archive_rel: null,
+  result_base: null,
   ...extra,
 });
 
@@ -120,6 +122,7 @@ const observations: Observation[] = [
   { kind: 'retry-requested' },
   { kind: 'routed', route: 'Supplier A' },
   { kind: 'unrouted', reason: 'subfolder "Misc" is mapped by no route' },
+  { kind: 'named', archiveRel: '2026/ACME/R-1.pdf', resultBase: 'ACME/R-1' },
 ];
 
 describe('lifecycle: the transition table', () => {

@@ -39,6 +39,8 @@ const uploaded = (now: number): FileRow => ({
   watch: '/w',
   path: '/w/a.pdf',
   route: null,
+  archive_rel: null,
+  result_base: null,
   rel: 'a.pdf',
   size: 1,
   mtime_ms: 1,

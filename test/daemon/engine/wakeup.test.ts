@@ -76,7 +76,9 @@ describe('changes by other processes wake the daemon', () => {
     await until(
       'moved to the failed folder',
       async () =>
-        (await readdir(join(world!.dir, 'failed')).catch((): string[] => [])).includes('refused.txt.error.json'),
+        (await readdir(join(world!.dir, 'failed')).catch((): string[] => [])).includes(
+          'refused.txt.error.json',
+        ),
       30_000,
     );
     world.emulator.faults.clear();

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freeTarget, moveInto } from '../../../daemon/src/common/files.ts';
-import { parseNamePattern, renderName, type NameValues } from '../../../daemon/src/outputs/names.ts';
+import { parseNamePattern, renderName, type NameValues } from '../../../daemon/src/common/names.ts';
 
 const values = (fields: Record<string, unknown>, over: Partial<NameValues> = {}): NameValues => ({
   date: new Date(2026, 0, 5, 9, 7), // local time, as the pattern reads it
