@@ -107,6 +107,9 @@ async function hashWith(path: string, buffer: Buffer) {
   }
 }
 
+/** Extraction times are learnt per template: per watch, and per route of a routed watch. */
+const extractionKey = (row: FileRow) => `${row.watch}\0${row.route ?? ''}`;
+
 /** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
 const LOCAL_JOBS = 8;
 const POLL_GRACE_MS = 2000;
@@ -146,7 +149,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private stopped = false;
   private refused: unknown;
   private unreachableSet: boolean | undefined;
-  /** Per watch: how long its extractions take, learnt from its polls (poll-timing.ts). */
+  /** Per watch and route (one template): how long its extractions take, learnt from its polls (poll-timing.ts). */
   private readonly extraction = new Map<string, ExtractionEstimate>();
 
   constructor(deps: PipelineDeps) {
@@ -225,8 +228,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.runLevel({ kind: 'service-unreachable', reason }, undefined);
   }
 
-  private estimateOf(watch: string): ExtractionEstimate {
-    return this.extraction.get(watch) ?? NO_ESTIMATE;
+  private estimateOf(row: FileRow): ExtractionEstimate {
+    return this.extraction.get(extractionKey(row)) ?? NO_ESTIMATE;
   }
 
   /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
@@ -540,7 +543,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       this.apply(uploading, {
         kind: 'upload-answered',
         taskId: answer.task_ids[0]!,
-        firstPollMs: firstPollDelayMs(this.estimateOf(row.watch), this.deps.config.poll),
+        firstPollMs: firstPollDelayMs(this.estimateOf(row), this.deps.config.poll),
       });
       db.flush();
       metrics?.uploads.inc();
@@ -575,7 +578,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       const first = row.poll_interval_ms === 0 && row.uploaded_at !== null;
       if (first) {
         // Learnt since this task's upload: its watch's tasks take longer than its first poll allows.
-        const until = row.uploaded_at! + firstPollDelayMs(this.estimateOf(row.watch), poll);
+        const until = row.uploaded_at! + firstPollDelayMs(this.estimateOf(row), poll);
         if (until > this.now()) return void this.apply(row, { kind: 'poll-postponed', until });
       }
       try {
@@ -587,9 +590,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       this.reachable();
       if (row.uploaded_at !== null)
         this.extraction.set(
-          row.watch,
+          extractionKey(row),
           observePoll(
-            this.estimateOf(row.watch),
+            this.estimateOf(row),
             {
               elapsedMs: this.now() - row.uploaded_at,
               final: isFinalStatus(task.status),
