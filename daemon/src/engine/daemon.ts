@@ -17,7 +17,7 @@ import { runRerun } from '../outputs/reruns.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { FolderWatcher } from './watcher.ts';
-import { startMailboxes, type MailIntake } from '../mail/intake.ts';
+import type { MailIntake } from '../mail/intake.ts';
 
 export interface RunningDaemon {
   db: StateDb;
@@ -67,12 +67,12 @@ export async function startDaemon(config: Config, client: DocexClient, log: Logg
   );
   pipeline.start();
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
-  const mailboxes = await startMailboxes({
-    mailboxes: config.mailboxes,
-    db,
-    log,
-    wake: () => pipeline.wake(),
-  });
+  // imapflow and mailparser are loaded only for a config with mailboxes (seconds of start-up otherwise).
+  const mailboxes = config.mailboxes.length
+    ? await (
+        await import('../mail/intake.ts')
+      ).startMailboxes({ mailboxes: config.mailboxes, db, log, wake: () => pipeline.wake() })
+    : [];
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;

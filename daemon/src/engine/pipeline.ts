@@ -27,7 +27,7 @@ import {
   type Policy,
   NEVER,
 } from './lifecycle.ts';
-import { spoolWatches } from '../mail/config.ts';
+import { spoolWatches } from '../mail/watches.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import type { StateDb } from '../store/state.ts';

@@ -2,7 +2,6 @@
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { z } from 'zod/v4';
-import type { WatchConfig } from '../common/config.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -157,39 +156,6 @@ export function targetsOf(mailbox: MailboxConfig): MailTarget[] {
 /** The spool folder of a mailbox's target: the pipeline's watch key for its attachment files. */
 export const spoolFolder = (mailbox: MailboxConfig, target: MailTarget) =>
   join(mailbox.spool_dir!, targetKey(target));
-
-/**
- * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
- * files itself), uploads to the target and writes results like any watch.
- */
-export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
-  const watches = new Map<string, WatchConfig>();
-  for (const m of config.mailboxes)
-    for (const t of targetsOf(m)) {
-      const path = spoolFolder(m, t);
-      watches.set(path, {
-        path,
-        template_id: t.template_id,
-        folder_id: t.folder_id,
-        metadata: t.metadata,
-        recursive: true,
-        include: [],
-        exclude: [],
-        output: m.output,
-        on_success: m.processed_dir ? 'move' : 'delete',
-        processed_dir: m.processed_dir,
-        failed_dir: m.failed_dir,
-        formats: m.formats,
-        daily_csv: m.daily_csv,
-        csv_style: m.csv_style,
-        stable_ms: 0,
-        polling: false,
-        polling_interval_ms: 1000,
-        rescan_interval_ms: 60_000,
-      });
-    }
-  return [...watches.values()];
-}
 
 /** Paths made absolute (relative to the config file), the spool defaulting to <state_db folder>/spool/<name>. */
 export function resolveMailboxes(

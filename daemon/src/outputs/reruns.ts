@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import type { Config, RerunConfig, WatchConfig } from '../common/config.ts';
 import type { Notifier } from './notify.ts';
-import { spoolWatches } from '../mail/config.ts';
+import { spoolWatches } from '../mail/watches.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
 

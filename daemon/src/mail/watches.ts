@@ -1,0 +1,36 @@
+/** The spool folders as watches of the pipeline (apart from config.ts: common/config.ts imports that one). */
+import type { WatchConfig } from '../common/config.ts';
+import { spoolFolder, targetsOf, type MailboxConfig } from './config.ts';
+
+/**
+ * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
+ * files itself), uploads to the target and writes results like any watch.
+ */
+export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
+  const watches = new Map<string, WatchConfig>();
+  for (const m of config.mailboxes)
+    for (const t of targetsOf(m)) {
+      const path = spoolFolder(m, t);
+      watches.set(path, {
+        path,
+        template_id: t.template_id,
+        folder_id: t.folder_id,
+        metadata: t.metadata,
+        recursive: true,
+        include: [],
+        exclude: [],
+        output: m.output,
+        on_success: m.processed_dir ? 'move' : 'delete',
+        processed_dir: m.processed_dir,
+        failed_dir: m.failed_dir,
+        formats: m.formats,
+        daily_csv: m.daily_csv,
+        csv_style: m.csv_style,
+        stable_ms: 0,
+        polling: false,
+        polling_interval_ms: 1000,
+        rescan_interval_ms: 60_000,
+      });
+    }
+  return [...watches.values()];
+}
