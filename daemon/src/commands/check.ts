@@ -9,7 +9,6 @@ import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
 import type { Config } from '../common/config.ts';
 import { EXIT, exitCodeFor } from '../common/exit.ts';
-import { checkMailbox, describeImapError, MailboxError } from '../mail/intake.ts';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */
@@ -129,6 +128,9 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
 export async function checkMailboxes(config: Config, env: NodeJS.ProcessEnv) {
   const problems: string[] = [];
   const lines: string[] = [];
+  if (config.mailboxes.length === 0) return { problems, lines };
+  // Loaded only when needed: imapflow and mailparser cost seconds of start-up on a busy machine.
+  const { checkMailbox, describeImapError, MailboxError } = await import('../mail/intake.ts');
   for (const [i, m] of config.mailboxes.entries()) {
     try {
       const seen = await checkMailbox(m, env);

@@ -21,7 +21,7 @@ import type { KeyCheck } from '../commands/check.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
-import { startMailboxes, type MailIntake } from '../mail/intake.ts';
+import type { MailIntake } from '../mail/intake.ts';
 
 export interface RunningDaemon {
   db: StateDb;
@@ -92,12 +92,12 @@ export async function startDaemon(
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
-  const mailboxes = await startMailboxes({
-    mailboxes: config.mailboxes,
-    db,
-    log,
-    wake: () => pipeline.wake(),
-  });
+  // imapflow and mailparser are loaded only for a config with mailboxes (seconds of start-up otherwise).
+  const mailboxes = config.mailboxes.length
+    ? await (
+        await import('../mail/intake.ts')
+      ).startMailboxes({ mailboxes: config.mailboxes, db, log, wake: () => pipeline.wake() })
+    : [];
 
   const tasks: ScheduledTask[] = [];
   let pulling = false;
