@@ -5,43 +5,11 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
 
 let n8n: RealN8n;
 
-type RunData = Record<
-  string,
-  Array<{
-    data?: {
-      main: Array<
-        Array<{
-          json: Record<string, unknown>;
-          binary?: Record<string, { fileName?: string; mimeType?: string }>;
-        }>
-      >;
-    };
-    error?: { message: string };
-  }>
->;
-
-async function execute(workflow: object & { id: string }): Promise<RunData> {
-  await n8n.importWorkflow(workflow);
-  const result = await n8n.run(['execute', '--id', workflow.id, '--rawOutput']);
-  // n8n may print log lines around the run's JSON: take the block from a line "{" to the last line "}".
-  const lines = result.stdout.split('\n');
-  const json = lines.slice(lines.indexOf('{'), lines.lastIndexOf('}') + 1).join('\n');
-  let parsed: { status?: string; data: { resultData: { runData: RunData; error?: { message: string } } } };
-  try {
-    parsed = JSON.parse(json);
-  } catch {
-    throw new Error(
-      `n8n execute printed no JSON (exit ${result.code}):\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`,
-    );
-  }
-  expect(parsed.data.resultData.error?.message, 'workflow error').toBeUndefined();
-  expect(parsed.status).toBe('success');
-  return parsed.data.resultData.runData;
-}
+const execute = (workflow: { id: string; [key: string]: unknown }) => n8n.execute(workflow);
 
 const out = (runData: RunData, node: string) => {
   expect(runData[node], `node ${node} ran`).toBeDefined();

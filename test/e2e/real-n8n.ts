@@ -11,6 +11,23 @@ import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 import { packAsDocumented, repo } from './pack.ts';
 
+/** A run's data per node, as `n8n execute --rawOutput` prints it. */
+export type RunData = Record<
+  string,
+  Array<{
+    data?: {
+      main: Array<
+        Array<{
+          json: Record<string, unknown>;
+          binary?: Record<string, { fileName?: string; mimeType?: string }>;
+        }>
+      >;
+    };
+    inputOverride?: Record<string, Array<Array<{ json: Record<string, unknown> }>>>;
+    error?: { message: string };
+  }>
+>;
+
 export interface RealN8n {
   home: string;
   /** n8n's install folder (its node_modules hold n8n's own dependencies). */
@@ -22,6 +39,8 @@ export interface RealN8n {
   run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Imports a workflow (its JSON carries an id). */
   importWorkflow(workflow: { id: string; [key: string]: unknown }): Promise<void>;
+  /** Imports and runs a workflow with `n8n execute`; fails on a workflow error. */
+  execute(workflow: { id: string; [key: string]: unknown }): Promise<RunData>;
   cleanup(): Promise<void>;
 }
 
@@ -90,6 +109,12 @@ export async function prepareN8n(
   );
   const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
   expect(creds.code, tail(creds)).toBe(0);
+  const importWorkflow = async (workflow: { id: string }) => {
+    const file = join(home, `${workflow.id}.json`);
+    await writeFile(file, JSON.stringify(workflow));
+    const imported = await run(['import:workflow', `--input=${file}`]);
+    expect(imported.code, tail(imported)).toBe(0);
+  };
 
   return {
     home,
@@ -98,11 +123,27 @@ export async function prepareN8n(
     env,
     emulator,
     run,
-    async importWorkflow(workflow) {
-      const file = join(home, `${workflow.id}.json`);
-      await writeFile(file, JSON.stringify(workflow));
-      const imported = await run(['import:workflow', `--input=${file}`]);
-      expect(imported.code, tail(imported)).toBe(0);
+    importWorkflow,
+    async execute(workflow) {
+      await importWorkflow(workflow as { id: string });
+      const result = await run(['execute', '--id', workflow.id, '--rawOutput']);
+      // n8n may print log lines around the run's JSON: take the block from a line "{" to the last line "}".
+      const lines = result.stdout.split('\n');
+      const json = lines.slice(lines.indexOf('{'), lines.lastIndexOf('}') + 1).join('\n');
+      let parsed: {
+        status?: string;
+        data: { resultData: { runData: RunData; error?: { message: string } } };
+      };
+      try {
+        parsed = JSON.parse(json);
+      } catch {
+        throw new Error(
+          `n8n execute printed no JSON (exit ${result.code}):\n${result.stdout.slice(-2000)}\n${result.stderr.slice(-2000)}`,
+        );
+      }
+      expect(parsed.data.resultData.error?.message, 'workflow error').toBeUndefined();
+      expect(parsed.status).toBe('success');
+      return parsed.data.resultData.runData;
     },
     async cleanup() {
       await emulator.stop();

@@ -1,0 +1,193 @@
+/**
+ * The node as an AI Agent's tool in a real n8n 2.40.7 (`n8n execute`): the agent's chat model is a
+ * scripted stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and
+ * credential; the document comes from a file server started here, the service is the emulator.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeClient } from '@docex/shared/node';
+import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
+import { CREDENTIAL, prepareN8n, tail, type RealN8n, type RunData } from './real-n8n.ts';
+import { startStandInModel, textOf, type ChatRequest, type StandInModel } from './stand-in-model.ts';
+
+let n8n: RealN8n;
+let model: StandInModel;
+let templateId = 0;
+const files = { server: undefined as Server | undefined, url: '', requests: [] as string[] };
+const OPENAI = { openAiApi: { id: 'openaicred000001', name: 'Stand-in model' } };
+
+const FILES: Record<string, string> = {
+  '/invoices/agent-1.txt': 'Invoice number: AGENT-1\nTotal: 10,50\n',
+};
+
+beforeAll(async () => {
+  files.server = createServer((req, res) => {
+    files.requests.push(req.url ?? '');
+    const body = FILES[new URL(req.url ?? '/', 'http://x').pathname];
+    if (body === undefined) res.writeHead(404).end('no such file');
+    else res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
+  });
+  await new Promise<void>((r) => files.server!.listen(0, '127.0.0.1', r));
+  files.url = `http://127.0.0.1:${(files.server.address() as AddressInfo).port}`;
+  model = await startStandInModel(agentScript);
+
+  n8n = await prepareN8n();
+  const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
+  const folder = await client.createFolder({ name: 'agent e2e' });
+  const template = await client.createTemplate({
+    folder_id: folder.id,
+    name: 'agent e2e',
+    number_locale: 'EU',
+  });
+  templateId = template.id;
+  for (const [name, format] of [
+    ['Invoice number', 'invoice_number'],
+    ['Total', 'total_price'],
+  ] as const)
+    await client.createField({ template_id: templateId, name, type: 'General fields', format });
+
+  await writeFile(
+    join(n8n.home, 'openai.json'),
+    JSON.stringify([
+      { ...OPENAI.openAiApi, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: model.url } },
+    ]),
+  );
+  const imported = await n8n.run(['import:credentials', `--input=${join(n8n.home, 'openai.json')}`]);
+  expect(imported.code, tail(imported)).toBe(0);
+}, 600_000);
+
+afterAll(async () => {
+  await n8n?.cleanup();
+  await model?.stop();
+  files.server?.closeAllConnections();
+  await new Promise<void>((r) => (files.server ? files.server.close(() => r()) : r()));
+});
+
+const byId = () => ({ __rl: true, mode: 'id', value: String(templateId) });
+const start = {
+  parameters: {},
+  id: 'start',
+  name: 'Start',
+  type: 'n8n-nodes-base.manualTrigger',
+  typeVersion: 1,
+  position: [0, 0],
+};
+const link = (node: string, index = 0, type = 'main') => [{ node, type, index }];
+const outputOf = (runData: RunData, node: string, output = 0) => {
+  expect(runData[node], `node ${node} ran`).toBeDefined();
+  return runData[node]![0]!.data!.main[output] ?? [];
+};
+
+describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
+  it('an AI Agent is offered Extract with its hand-written description and calls it with the link', async () => {
+    const fileUrl = `${files.url}/invoices/agent-1.txt`;
+    const runData = await n8n
+      .execute({
+        id: 'wfagent000000001',
+        name: 'agent',
+        active: false,
+        nodes: [
+          start,
+          {
+            parameters: {
+              promptType: 'define',
+              text: `What are the invoice number and the total of the invoice at ${fileUrl} ?`,
+              options: {},
+            },
+            id: 'agent',
+            name: 'AI Agent',
+            type: '@n8n/n8n-nodes-langchain.agent',
+            typeVersion: 3.1,
+            position: [200, 0],
+          },
+          {
+            parameters: { model: { __rl: true, mode: 'id', value: 'stand-in-1' }, options: {} },
+            id: 'model',
+            name: 'Chat Model',
+            type: '@n8n/n8n-nodes-langchain.lmChatOpenAi',
+            typeVersion: 1.2,
+            position: [200, 200],
+            credentials: OPENAI,
+          },
+          {
+            parameters: {
+              resource: 'document',
+              operation: 'extract',
+              source: 'url',
+              fileUrl: "={{ $fromAI('url', 'Link to the invoice file', 'string') }}",
+              // Saved as the examples do: n8n 2.40.7 falls back to "<action> in Document Extraction"
+              // when a workflow carries no toolDescription (seen here before it was set).
+              descriptionType: 'manual',
+              toolDescription: TOOL_DESCRIPTIONS['document:extract'],
+              templateId: byId(),
+              options: { pollInterval: 0.2, waitTimeout: 60 },
+            },
+            id: 'tool',
+            name: 'Extract Invoice',
+            type: 'n8n-nodes-docex.docexTool',
+            typeVersion: 1,
+            position: [400, 200],
+            credentials: CREDENTIAL,
+          },
+        ],
+        connections: {
+          Start: { main: [link('AI Agent')] },
+          'Chat Model': { ai_languageModel: [link('AI Agent', 0, 'ai_languageModel')] },
+          'Extract Invoice': { ai_tool: [link('AI Agent', 0, 'ai_tool')] },
+        },
+        settings: {},
+      })
+      .catch((error: Error) => {
+        // What the stand-in model saw and said: the first thing to read when the agent fails.
+        const seen = model.requests.map((r) => ({
+          tools: r.tools?.map((t) => t.function),
+          messages: r.messages,
+        }));
+        throw new Error(
+          `${error.message}\nmodel answers: ${JSON.stringify(model.answers)}\nrequests: ${JSON.stringify(seen).slice(0, 4000)}`,
+        );
+      });
+    expect(model.answers).toEqual(['tool call', 'text']);
+    // What the model was offered: our tool, with the hand-written description and a url parameter.
+    const offered = model.requests[0]!.tools!.map((t) => t.function);
+    expect(offered).toEqual([
+      expect.objectContaining({
+        name: 'Extract_Invoice',
+        description: TOOL_DESCRIPTIONS['document:extract'],
+        parameters: expect.objectContaining({
+          properties: expect.objectContaining({ url: expect.objectContaining({ type: 'string' }) }),
+        }),
+      }),
+    ]);
+    // The call reached the node with the model's argument: it downloaded exactly that link.
+    expect(files.requests).toContain('/invoices/agent-1.txt');
+    // Known gap (n8n 2.40.7, Agent 3.1): the tool's answer reaches the model as an empty string
+    // ('""'), so the final answer cannot carry the extracted values yet; the run itself succeeds.
+    // Not asserted until that is understood: see docs/n8n.md, "As an AI agent's tool".
+    expect(outputOf(runData, 'AI Agent')[0]!.json).toHaveProperty('output');
+  }, 300_000);
+});
+
+/** The scripted model: a tool call with the link found in the prompt, then an answer from the tool's result. */
+function agentScript(request: ChatRequest) {
+  const toolMessage = request.messages.find((m) => m.role === 'tool');
+  if (!toolMessage) {
+    const prompt = request.messages
+      .filter((m) => m.role === 'user')
+      .map(textOf)
+      .join('\n');
+    const url = /https?:\/\/\S+\.txt/.exec(prompt)?.[0];
+    const tool = request.tools?.find((t) => t.function.name === 'Extract_Invoice');
+    if (!url || !tool) throw new Error(`no link in the prompt or no extraction tool offered: ${prompt}`);
+    return { toolCall: { name: tool.function.name, arguments: { url } } };
+  }
+  const content = textOf(toolMessage);
+  const parsed = JSON.parse(content) as unknown;
+  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown>;
+  return {
+    text: `The invoice number is ${String(first['Invoice number'])} and the total is ${String(first.Total)}.`,
+  };
+}

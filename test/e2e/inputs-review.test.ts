@@ -1,0 +1,217 @@
+/**
+ * Keep the input, Extract from a URL and Route for Review's two outputs in a real n8n 2.40.7
+ * (`n8n execute`), against the emulator and a file server started here.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeClient } from '@docex/shared/node';
+import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
+
+let n8n: RealN8n;
+let templateId = 0;
+const files = { server: undefined as Server | undefined, url: '', requests: [] as string[] };
+
+const FILES: Record<string, string> = {
+  '/invoices/url-1.txt': 'Invoice number: URL-1\nTotal: 12,00\n',
+  '/invoices/url-2.txt': 'Total: 5,00\nno number on this one\n',
+};
+
+beforeAll(async () => {
+  files.server = createServer((req, res) => {
+    files.requests.push(req.url ?? '');
+    const body = FILES[new URL(req.url ?? '/', 'http://x').pathname];
+    if (body === undefined) res.writeHead(404).end('no such file');
+    else res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
+  });
+  await new Promise<void>((r) => files.server!.listen(0, '127.0.0.1', r));
+  files.url = `http://127.0.0.1:${(files.server.address() as AddressInfo).port}`;
+
+  n8n = await prepareN8n();
+  const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
+  const folder = await client.createFolder({ name: 'agent e2e' });
+  const template = await client.createTemplate({
+    folder_id: folder.id,
+    name: 'agent e2e',
+    number_locale: 'EU',
+  });
+  templateId = template.id;
+  for (const [name, format] of [
+    ['Invoice number', 'invoice_number'],
+    ['Total', 'total_price'],
+  ] as const)
+    await client.createField({ template_id: templateId, name, type: 'General fields', format });
+}, 600_000);
+
+afterAll(async () => {
+  await n8n?.cleanup();
+  files.server?.closeAllConnections();
+  await new Promise<void>((r) => (files.server ? files.server.close(() => r()) : r()));
+});
+
+const byId = () => ({ __rl: true, mode: 'id', value: String(templateId) });
+const start = {
+  parameters: {},
+  id: 'start',
+  name: 'Start',
+  type: 'n8n-nodes-base.manualTrigger',
+  typeVersion: 1,
+  position: [0, 0],
+};
+const noOp = (name: string, x: number, y = 0) => ({
+  parameters: {},
+  id: name.toLowerCase().replace(/\W/g, ''),
+  name,
+  type: 'n8n-nodes-base.noOp',
+  typeVersion: 1,
+  position: [x, y],
+});
+const docex = (name: string, parameters: Record<string, unknown>, x: number) => ({
+  parameters,
+  id: name.toLowerCase().replace(/\W/g, ''),
+  name,
+  type: 'n8n-nodes-docex.docex',
+  typeVersion: 1,
+  position: [x, 0],
+  credentials: CREDENTIAL,
+});
+const link = (node: string, index = 0, type = 'main') => [{ node, type, index }];
+const outputOf = (runData: RunData, node: string, output = 0) => {
+  expect(runData[node], `node ${node} ran`).toBeDefined();
+  return runData[node]![0]!.data!.main[output] ?? [];
+};
+
+describe('the second round in a real n8n 2.40.7', () => {
+  it('Extract from URLs keeps the input fields and routes the document without a number to "Needs Review"', async () => {
+    const runData = await n8n.execute({
+      id: 'wfreview00000001',
+      name: 'review route',
+      active: false,
+      nodes: [
+        start,
+        {
+          parameters: {
+            assignments: {
+              assignments: [
+                { id: 'a1', name: 'customer', value: 'ACME', type: 'string' },
+                {
+                  id: 'a2',
+                  name: 'links',
+                  value: `={{ ['${files.url}/invoices/url-1.txt', '${files.url}/invoices/url-2.txt?sig=s3cret'] }}`,
+                  type: 'array',
+                },
+              ],
+            },
+            options: {},
+          },
+          id: 'set',
+          name: 'Links',
+          type: 'n8n-nodes-base.set',
+          typeVersion: 3.4,
+          position: [200, 0],
+        },
+        {
+          parameters: { fieldToSplitOut: 'links', include: 'allOtherFields', options: {} },
+          id: 'split',
+          name: 'One per Link',
+          type: 'n8n-nodes-base.splitOut',
+          typeVersion: 1,
+          position: [400, 0],
+        },
+        docex(
+          'Extract',
+          {
+            resource: 'document',
+            operation: 'extract',
+            source: 'url',
+            fileUrl: '={{ $json.links }}',
+            templateId: byId(),
+            routeForReview: true,
+            reviewMinConfidence: 0,
+            reviewRequiredFields: 'Invoice number',
+            reviewFraud: false,
+            options: {
+              pollInterval: 0.2,
+              waitTimeout: 60,
+              includeOtherFields: true,
+              includeConfidence: true,
+            },
+          },
+          600,
+        ),
+        noOp('Done', 800, -100),
+        noOp('Review', 800, 100),
+      ],
+      connections: {
+        Start: { main: [link('Links')] },
+        Links: { main: [link('One per Link')] },
+        'One per Link': { main: [link('Extract')] },
+        Extract: { main: [link('Done'), link('Review')] },
+      },
+      settings: {},
+    });
+    const done = outputOf(runData, 'Extract', 0);
+    const review = outputOf(runData, 'Extract', 1);
+    expect(done.map((i) => i.json)).toEqual([
+      expect.objectContaining({
+        customer: 'ACME',
+        links: `${files.url}/invoices/url-1.txt`,
+        document_name: 'url-1.txt',
+        'Invoice number': 'URL-1',
+        confidence: expect.objectContaining({ 'Invoice number': 0.95 }),
+      }),
+    ]);
+    expect(review.map((i) => i.json)).toEqual([
+      expect.objectContaining({
+        customer: 'ACME',
+        document_name: 'url-2.txt',
+        review_reasons: [
+          { rule: 'requiredFields', field: 'Invoice number', message: 'Invoice number is empty' },
+        ],
+      }),
+    ]);
+    // Each output reached the node wired to it.
+    expect(outputOf(runData, 'Done')).toHaveLength(1);
+    expect(outputOf(runData, 'Review')).toHaveLength(1);
+    expect(files.requests).toEqual(
+      expect.arrayContaining(['/invoices/url-1.txt', '/invoices/url-2.txt?sig=s3cret']),
+    );
+  }, 300_000);
+
+  it('Extract keeps the input binary file with Include Input Binary Files', async () => {
+    await writeFile(join(n8n.home, 'files', 'keep.txt'), 'Invoice number: KEEP-1\nTotal: 3,00\n');
+    const runData = await n8n.execute({
+      id: 'wfkeepinput00001',
+      name: 'keep input',
+      active: false,
+      nodes: [
+        start,
+        {
+          parameters: { fileSelector: join(n8n.home, 'files', 'keep.txt'), options: {} },
+          id: 'read',
+          name: 'Read File',
+          type: 'n8n-nodes-base.readWriteFile',
+          typeVersion: 1,
+          position: [200, 0],
+        },
+        docex(
+          'Extract',
+          {
+            resource: 'document',
+            operation: 'extract',
+            templateId: byId(),
+            options: { pollInterval: 0.2, waitTimeout: 60, includeBinary: true },
+          },
+          400,
+        ),
+      ],
+      connections: { Start: { main: [link('Read File')] }, 'Read File': { main: [link('Extract')] } },
+      settings: {},
+    });
+    const [item] = outputOf(runData, 'Extract');
+    expect(item!.json).toMatchObject({ document_name: 'keep.txt', 'Invoice number': 'KEEP-1' });
+    expect(item!.binary?.data).toMatchObject({ fileName: 'keep.txt' });
+  }, 300_000);
+});
