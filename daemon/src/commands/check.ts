@@ -8,13 +8,16 @@ import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
 import type { Config } from '../common/config.ts';
-import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */
   problems: string[];
-  /** 0 fine, 2 config problems, 3 the key was refused, 4 the service could not be reached. */
-  exitCode: 0 | 2 | 3 | 4;
+  /**
+   * 0 fine, 2 config problems, 3 the key was refused, 4 the service could not be reached, 5-11 it
+   * could not be reached and why (DNS, refused, proxy, proxy credentials, certificate: EXIT).
+   */
+  exitCode: ExitCode;
 }
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
@@ -101,6 +104,9 @@ export async function checkConfig(
         problems: [...problems, `api.base_url: ${baseUrl} cannot be reached (${message})`],
         exitCode,
       };
+    // DNS, refused, proxy, certificate: the client's message already says what to do.
+    if (exitCode > EXIT.unreachable)
+      return { problems: [...problems, `api.base_url: ${baseUrl}: ${message}`], exitCode };
     throw error;
   }
   for (const { key, kind, id } of referencedIds(config)) {

@@ -16,6 +16,7 @@ import {
   apiKeyFrom,
   baseUrlFrom,
   ConfigError,
+  connectionFrom,
   globToRegExp,
   loadConfig,
   type Config,
@@ -48,7 +49,9 @@ Commands:
   check    validate the config and the API key, then exit
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable.
+Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,
+5 host name not resolved, 6 connection refused, 7 proxy unreachable or refusing, 8 proxy authentication
+required, 9 certificate from an unknown issuer, 10 certificate name mismatch, 11 certificate expired.
 Run "docex-sync <command> --help" for a command's options.`,
   run: `Usage: docex-sync run --config FILE\n\nRuns until SIGINT/SIGTERM, then lets work in flight reach a safe state and exits 0.\nSIGHUP reloads the config (a config with mistakes is refused and the running one kept).`,
   status: `Usage: docex-sync status --config FILE [--json]\n\nWhat needs attention (failed files with reasons, paused watches), files per state and per watch,\nthe oldest file still waiting, the last reruns and pull. --json: the schema in docs/daemon.md.`,
@@ -59,6 +62,8 @@ Run "docex-sync <command> --help" for a command's options.`,
 };
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+/** --debug: one stderr line per request (as DOCEX_DEBUG=http). */
+let debugFlag = false;
 
 function clientFor(config: Config, log?: ReturnType<typeof createLogger>): DocexClient {
   return createNodeClient({
@@ -72,6 +77,13 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
     retry: { maxRetries: config.api.max_retries },
     logger: log,
     userAgent: `docex-sync/${packageJson.version}`,
+    ...connectionFrom(
+      config,
+      process.env,
+      'api',
+      debugFlag,
+      (line) => void process.stderr.write(`docex-sync ${line}\n`),
+    ),
   });
 }
 
@@ -147,6 +159,7 @@ const COMMANDS = ['run', 'status', 'rerun', 'pull', 'retry', 'check'];
 const OPTIONS = [
   'config',
   'json',
+  'debug',
   'help',
   'template-id',
   'folder-id',
@@ -183,6 +196,7 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         config: { type: 'string', short: 'c' },
         json: { type: 'boolean', default: false },
+        debug: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         'template-id': { type: 'string' },
         'folder-id': { type: 'string' },
@@ -205,6 +219,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`docex-sync ${command}: ${(error as Error).message}${hint}\n\n${HELP[command]}\n`);
     return EXIT.usage;
   }
+  debugFlag = values.debug;
   if (values.help) {
     out(HELP[command]!);
     return EXIT.ok;
