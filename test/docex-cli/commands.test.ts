@@ -108,7 +108,7 @@ describe('docex as a process', { timeout: 120_000 }, () => {
     const unreachable = await world.docex(['folders', 'list'], {
       env: { DOCEX_BASE_URL: 'http://127.0.0.1:9' },
     });
-    expect(unreachable.code).toBe(4);
+    expect(unreachable.code).toBe(8); // connection refused
     expect(unreachable.stderr).toMatch(/^docex: fetch_all_folders: .*(ECONNREFUSED|refused)/);
 
     const usage = await world.docex(['folders', 'get']);

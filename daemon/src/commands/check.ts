@@ -8,13 +8,16 @@ import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
 import type { Config } from '../common/config.ts';
-import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */
   problems: string[];
-  /** 0 fine, 2 config problems, 3 the key was refused, 4 the service could not be reached. */
-  exitCode: 0 | 2 | 3 | 4;
+  /**
+   * 0 fine, 2 config problems, 3 the key was refused, 4 the service could not be reached, 7-13 it
+   * could not be reached and why (DNS, refused, proxy, proxy credentials, certificate: EXIT).
+   */
+  exitCode: ExitCode;
   /** One line per mailbox that logged in: what its folder holds. */
   mailboxes?: string[];
 }
@@ -96,7 +99,7 @@ function referencedIds(config: Config) {
 }
 
 /** What one check_api_key says: accepted, refused (exit 3) or not reached (exit 4), as one line naming the key or URL. */
-export type KeyCheck = { ok: true } | { ok: false; exitCode: 3 | 4; problem: string; error: unknown };
+export type KeyCheck = { ok: true } | { ok: false; exitCode: ExitCode; problem: string; error: unknown };
 
 export async function checkKey(client: DocexClient, baseUrl: string): Promise<KeyCheck> {
   const refused = (why: string, error: unknown): KeyCheck => ({
@@ -120,6 +123,8 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
         problem: `api.base_url: ${baseUrl} cannot be reached (${message})`,
         error,
       };
+    // DNS, refused, proxy, certificate: the client's message already says what to do.
+    if (exitCode > EXIT.unreachable) return { ok: false, exitCode, problem: `api.base_url: ${baseUrl}: ${message}`, error };
     throw error;
   }
 }

@@ -16,6 +16,7 @@ import {
   ConfigError,
   globMatcher,
   loadConfig,
+  connectionFrom,
   type Config,
 } from '../common/config.ts';
 import { startDaemon, type StartOptions } from '../engine/daemon.ts';
@@ -30,6 +31,8 @@ import { retryFailed } from './retry.ts';
 import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+/** --debug: one stderr line per request (as DOCEX_DEBUG=http). */
+let debugFlag = false;
 
 /**
  * The largest answer the daemon reads (docs/daemon.md, "Health"): far above any document's data,
@@ -43,6 +46,13 @@ function clientFor(config: Config, log?: ReturnType<typeof createLogger>): Docex
     apiKey: apiKeyFrom(config, process.env),
     concurrency: config.api.concurrency,
     intervalCap: config.api.requests_per_second,
+    ...connectionFrom(
+      config,
+      process.env,
+      'api',
+      debugFlag,
+      (line) => void process.stderr.write(`docex-sync ${line}\n`),
+    ),
     intervalMs: 1000,
     rateMarginMs: config.api.rate_margin_ms,
     timeoutMs: config.api.timeout_ms,
@@ -127,6 +137,8 @@ async function confirmWholeCompany(allDocuments: boolean): Promise<boolean> {
 /** The values docex-sync.ts parsed (node:util parseArgs). */
 export interface CommandValues {
   json: boolean;
+  /** --debug: a line per HTTP request on stderr. */
+  debug: boolean;
   override: boolean;
   'dry-run': boolean;
   all: boolean;
@@ -143,6 +155,7 @@ export async function execute(
   values: CommandValues,
   positionals: string[],
 ): Promise<number> {
+  debugFlag = values.debug;
   const int = (name: string, v: string | undefined) => {
     if (v === undefined) return undefined;
     if (!/^[1-9]\d*$/.test(v)) throw new UsageError(`--${name} must be a positive whole number (got "${v}")`);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
+import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/shared';
 import { nodeCron, yaml } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { didYouMean } from './suggest.ts';
@@ -140,6 +141,10 @@ export const ApiSection = z.strictObject({
   rate_margin_ms: z.number().int().min(0).max(10_000).optional(),
   timeout_ms: positiveInt.default(120_000),
   max_retries: z.number().int().min(0).default(4),
+  /** http://[user:password@]host:port; wins over HTTPS_PROXY (the password is a secret, never shown). */
+  proxy: z.string().min(1).optional(),
+  /** A PEM file of CA certificates trusted besides Node's store (a private CA, a TLS-inspecting proxy's). */
+  ca_file: z.string().min(1).optional(),
 });
 export type ApiSettings = z.output<typeof ApiSection>;
 
@@ -284,6 +289,7 @@ export function loadConfig(file: string): Config {
   const abs = (p: string) => resolve(base, p);
   config.state_db = abs(config.state_db);
   if (config.api.api_key_file) config.api.api_key_file = abs(config.api.api_key_file);
+  if (config.api.ca_file) config.api.ca_file = abs(config.api.ca_file);
   if (config.pull) config.pull.output = abs(config.pull.output);
   const problems: string[] = mailboxProblems(config.mailboxes);
   if (config.watch.length === 0 && config.mailboxes.length === 0)
@@ -378,4 +384,37 @@ export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv
   const url = config.api.base_url ?? env.DOCEX_BASE_URL;
   if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
   return url;
+}
+
+/**
+ * The proxy, extra CA and request trace for the client: api.proxy (else HTTPS_PROXY / HTTP_PROXY /
+ * NO_PROXY), api.ca_file, and one stderr line per request with DOCEX_DEBUG=http or --debug.
+ */
+export function connectionFrom(
+  config: { api: ApiSettings },
+  env: NodeJS.ProcessEnv,
+  section: string,
+  debug: boolean,
+  writeTrace: (line: string) => void,
+): { proxy?: string; caFile?: string; env: NodeJS.ProcessEnv; trace?: (t: RequestTrace) => void } {
+  if (config.api.proxy) {
+    const parsed = parseProxyUrl(config.api.proxy);
+    if ('problem' in parsed) throw new ConfigError(`${section}.proxy: ${parsed.problem}`);
+  }
+  if (config.api.ca_file) {
+    try {
+      readFileSync(config.api.ca_file, 'utf8');
+    } catch (error) {
+      throw new ConfigError(
+        `${section}.ca_file: cannot read ${config.api.ca_file} (${(error as NodeJS.ErrnoException).code}): give a PEM file holding the CA certificate(s)`,
+      );
+    }
+  }
+  const traced = debug || (env.DOCEX_DEBUG ?? '').split(',').includes('http');
+  return {
+    proxy: config.api.proxy,
+    caFile: config.api.ca_file,
+    env,
+    trace: traced ? (t) => writeTrace(formatRequestTrace(t)) : undefined,
+  };
 }

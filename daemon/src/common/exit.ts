@@ -3,7 +3,15 @@
  * service exits with what its classification says (DocexError.kind, decided once where the error is
  * made), never with a second guess from here.
  */
-import { DocexError, type ErrorKind } from '@docex/shared';
+import {
+  DocexConnectionRefusedError,
+  DocexDnsError,
+  DocexError,
+  DocexProxyAuthError,
+  DocexProxyError,
+  DocexTlsError,
+  type ErrorKind,
+} from '@docex/shared';
 import { ConfigError } from './config.ts';
 import { EXIT, type ExitCode } from './exit-codes.ts';
 
@@ -28,6 +36,21 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof KeyRefusedError) return EXIT.auth;
   if (error instanceof StateDbUnusableError) return EXIT.stateDb;
   if (error instanceof ConfigError) return EXIT.usage;
-  if (error instanceof DocexError) return EXIT_OF_KIND[error.kind];
+  if (error instanceof DocexError) return networkExitCode(error) ?? EXIT_OF_KIND[error.kind];
   return EXIT.failure;
+}
+
+/** The code of a failure to reach the service that the client told apart (see EXIT). */
+function networkExitCode(error: DocexError): ExitCode | undefined {
+  if (error instanceof DocexDnsError) return EXIT.dns;
+  if (error instanceof DocexConnectionRefusedError) return EXIT.refused;
+  if (error instanceof DocexProxyAuthError) return EXIT.proxyAuth;
+  if (error instanceof DocexProxyError) return EXIT.proxy;
+  if (error instanceof DocexTlsError) {
+    if (error.reason === 'unknown-issuer') return EXIT.tlsUnknownIssuer;
+    if (error.reason === 'name-mismatch') return EXIT.tlsNameMismatch;
+    if (error.reason === 'expired' || error.reason === 'not-yet-valid') return EXIT.tlsExpired;
+    return EXIT.tlsUnknownIssuer;
+  }
+  return undefined;
 }

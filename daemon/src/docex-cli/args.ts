@@ -94,7 +94,7 @@ export interface Extras {
   values: readonly string[];
 }
 
-export const GLOBAL_EXTRAS: Extras = { booleans: ['json', 'help'], values: ['profile', 'config'] };
+export const GLOBAL_EXTRAS: Extras = { booleans: ['json', 'help', 'debug'], values: ['profile', 'config'] };
 const UPLOAD_EXTRAS: Extras = {
   booleans: [...GLOBAL_EXTRAS.booleans, 'wait'],
   values: [...GLOBAL_EXTRAS.values, 'timeout'],

@@ -83,6 +83,7 @@ export const COMMON_FLAGS = [
     "account profile from the config file (default: DOCEX_PROFILE, then the file's default)",
   ],
   ['--config FILE', 'config file (default: DOCEX_CONFIG, then ~/.config/docex/config.yaml)'],
+  ['--debug', 'one line per HTTP request on stderr (also DOCEX_DEBUG=http); no key, no proxy password'],
   ['-h, --help', 'this help'],
 ] as const;
 
@@ -244,7 +245,9 @@ ${pad(COMMON_FLAGS)}
 
 Tables on a terminal, JSON when piped or with --json. The API key comes from DOCEX_API_KEY or the
 profile's api_key_file; the base URL from the profile's base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable.
+Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,
+7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing, 10 proxy authentication
+required, 11 certificate from an unknown issuer, 12 certificate name mismatch, 13 certificate expired.
 Run "docex <resource> <action> --help" for an action's flags.`;
 }
 

@@ -66,6 +66,7 @@ function contextFor(io: Io, options: Record<string, string | boolean>): Context 
         ),
         io.env,
         (line) => void io.stderr.write(`${line}\n`),
+        options.debug === true,
       )),
   };
 }

@@ -8,7 +8,14 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-import { ApiSection, apiKeyFrom, baseUrlFrom, ConfigError, type ApiSettings } from '../common/config.ts';
+import {
+  ApiSection,
+  apiKeyFrom,
+  baseUrlFrom,
+  ConfigError,
+  connectionFrom,
+  type ApiSettings,
+} from '../common/config.ts';
 import { readYamlFile } from './yaml.ts';
 
 export const CliConfigSchema = z.strictObject({
@@ -54,6 +61,7 @@ export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Setti
     );
   const api = { ...profile };
   if (api.api_key_file) api.api_key_file = resolve(dirname(file), expandHome(api.api_key_file));
+  if (api.ca_file) api.ca_file = resolve(dirname(file), expandHome(api.ca_file));
   return { api, section: `profiles.${name}`, configFile: file };
 }
 
@@ -61,6 +69,7 @@ export function clientFrom(
   settings: Settings,
   env: NodeJS.ProcessEnv,
   warn: (line: string) => void,
+  debug = false,
 ): DocexClient {
   const config = { api: settings.api };
   const where = settings.configFile ? `${settings.configFile}: ${settings.section}` : settings.section;
@@ -76,5 +85,6 @@ export function clientFrom(
     timeoutMs: settings.api.timeout_ms,
     retry: { maxRetries: settings.api.max_retries },
     userAgent: 'docex-cli/0.1',
+    ...connectionFrom(config, env, where, debug, (line) => warn(`docex ${line}`)),
   });
 }

@@ -116,3 +116,27 @@ export interface Logger {
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
 }
+
+/** One request as a support trace shows it (DOCEX_DEBUG=http, --debug). Nothing secret is in here. */
+export interface RequestTrace {
+  method: string;
+  /** Path and query, never the host's credentials (the key travels in a header, never shown). */
+  path: string;
+  /** The answer's status, or undefined when none came. */
+  status: number | undefined;
+  /** The error code when the request failed (ECONNRESET, ETIMEDOUT, EPROXYAUTH...). */
+  error: string | undefined;
+  ms: number;
+  sentBytes: number;
+  receivedBytes: number;
+  /** The proxy, credentials redacted; undefined for a direct connection. */
+  proxy: string | undefined;
+}
+
+/** `http: GET /v1/fetch_all_folders/ 200 12 ms sent 0 B received 341 B direct`. */
+export function formatRequestTrace(t: RequestTrace): string {
+  const outcome = t.status !== undefined ? String(t.status) : `failed (${t.error ?? 'no answer'})`;
+  return `http: ${t.method} ${t.path} ${outcome} ${t.ms} ms sent ${t.sentBytes} B received ${t.receivedBytes} B ${
+    t.proxy ? `via proxy ${t.proxy}` : 'direct'
+  }`;
+}

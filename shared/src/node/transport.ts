@@ -41,6 +41,7 @@ import {
   NOT_SENT_CODES,
   type FileInput,
   type NetworkFailure,
+  type RequestTrace,
   type Transport,
   type TransportRequest,
   type TransportResponse,
@@ -89,6 +90,8 @@ export interface NodeTransportOptions extends ThrottleOptions {
   ca?: string | string[];
   /** Files of PEM certificates (one or several each) trusted in addition, read once here. */
   caFile?: string | string[];
+  /** Called once per request when it is done (a support trace: DOCEX_DEBUG=http, --debug). */
+  trace?: (request: RequestTrace) => void;
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -105,6 +108,7 @@ export class NodeTransport implements Transport {
   private readonly target: URL;
   /** The proxy every request goes through, or undefined for direct connections. */
   private readonly route: ProxyRoute | undefined;
+  private readonly trace: ((request: RequestTrace) => void) | undefined;
   private readonly maxResponseBytes: number;
   /** Idempotent requests: keep-alive connections (a reset is retried by the client). */
   private readonly pooled: Got;
@@ -124,6 +128,7 @@ export class NodeTransport implements Transport {
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const idle = options.keepAliveIdleMs ?? 1000;
     this.target = new URL(this.baseUrl);
+    this.trace = options.trace;
     const proxy =
       options.proxy === false
         ? undefined
@@ -256,6 +261,7 @@ export class NodeTransport implements Transport {
       if (body) options.body = body;
       if (request.signal) options.signal = request.signal;
       const stream = this.gotFor(request.idempotent === true, request.timeoutMs).stream(url, options);
+      if (this.trace) traceRequest(stream, request.method, url, this.route?.shown, this.trace);
       // Only what needs it pays for following the request onto its socket: the rate limit, and writes
       // (a read is repeated after a reset anyway).
       const wire = ticket || !request.idempotent ? watchWire(stream, ticket) : undefined;
@@ -359,6 +365,47 @@ function watchWire(stream: RequestStream, ticket: SendTicket | undefined) {
       return error;
     },
   };
+}
+
+/** Follows one request to its end for the trace: status or error, time, bytes each way. */
+function traceRequest(
+  stream: RequestStream,
+  method: string,
+  url: string | URL,
+  proxy: string | undefined,
+  trace: (request: RequestTrace) => void,
+) {
+  const started = performance.now();
+  const parsed = new URL(url);
+  const seen = {
+    status: undefined as number | undefined,
+    error: undefined as string | undefined,
+    sent: 0,
+    received: 0,
+  };
+  stream.on('uploadProgress', (p: { transferred: number }) => (seen.sent = p.transferred));
+  stream.on('downloadProgress', (p: { transferred: number }) => (seen.received = p.transferred));
+  stream.once('response', (r: { statusCode: number }) => (seen.status = r.statusCode));
+  stream.once('error', (e: { code?: string; name?: string }) => (seen.error = e.code ?? e.name));
+  let done = false;
+  // 'end' (registered before the reader's own) comes before the caller is answered; 'close' covers
+  // failures and downloads left unread.
+  const report = () => {
+    if (done) return;
+    done = true;
+    trace({
+      method,
+      path: parsed.pathname + parsed.search,
+      status: seen.status,
+      error: seen.error,
+      ms: Math.round(performance.now() - started),
+      sentBytes: seen.sent,
+      receivedBytes: seen.received,
+      proxy,
+    });
+  };
+  stream.once('end', report);
+  stream.once('close', report);
 }
 
 /** Headers that are exactly the instances' default (most requests: reads and writes of JSON). */

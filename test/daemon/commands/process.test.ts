@@ -186,8 +186,10 @@ describe('docex-sync as a process', () => {
       ...env,
       DOCEX_BASE_URL: `http://127.0.0.1:${closed}`,
     });
-    expect(await unreachable.exited).toBe(4);
-    expect(unreachable.output()).toMatch(/docex-sync check: .*check_api_key/);
+    expect(await unreachable.exited).toBe(8); // connection refused (EXIT.refused)
+    expect(unreachable.output()).toMatch(
+      /docex-sync check: .*: api\.base_url: http:\/\/127\.0\.0\.1:\d+: check_api_key: connection refused by 127\.0\.0\.1:\d+ \(ECONNREFUSED\): nothing listens there/,
+    );
     expect(unreachable.output()).not.toContain('    at ');
 
     // one-off pulls are in the history that status and the status page show, a failed one with its reason
@@ -195,7 +197,7 @@ describe('docex-sync as a process', () => {
       ...env,
       DOCEX_BASE_URL: `http://127.0.0.1:${closed}`,
     });
-    expect(await failedPull.exited).toBe(4);
+    expect(await failedPull.exited).toBe(8);
     const status = runCli(['status', '--config', configFile, '--json'], env);
     expect(await status.exited).toBe(0);
     const pulls = JSON.parse(status.stdout()).pulls as Array<{
