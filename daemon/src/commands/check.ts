@@ -124,7 +124,8 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
         error,
       };
     // DNS, refused, proxy, certificate: the client's message already says what to do.
-    if (exitCode > EXIT.unreachable) return { ok: false, exitCode, problem: `api.base_url: ${baseUrl}: ${message}`, error };
+    if (exitCode > EXIT.unreachable)
+      return { ok: false, exitCode, problem: `api.base_url: ${baseUrl}: ${message}`, error };
     throw error;
   }
 }
