@@ -28,7 +28,7 @@ Commands:
   check    validate the config and the API key, then exit
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable, 5 state DB unusable,\n7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing, 10 proxy authentication required,\n11 certificate from an unknown issuer, 12 certificate name mismatch, 13 certificate expired; status: 0 healthy, 1 needs attention, 6 failing.
+Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,\n5 state DB unusable, 7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing,\n10 proxy authentication required, 11 certificate from an unknown issuer,\n12 certificate name mismatch, 13 certificate expired; status: 0 healthy, 1 needs attention, 6 failing.
 Run "docex-sync <command> --help" for a command's options.`,
   run: `Usage: docex-sync run --config FILE\n\nRuns until SIGINT/SIGTERM, then lets work in flight reach a safe state and exits 0.\nSIGHUP reloads the config (a config with mistakes is refused and the running one kept).`,
   status: `Usage: docex-sync status --config FILE [--json]\n\nWhat needs attention (failed files with reasons, paused watches), files per state and per watch,\nthe oldest file still waiting, the last reruns and pull. --json: the schema in docs/daemon.md.`,

@@ -246,8 +246,9 @@ ${pad(COMMON_FLAGS)}
 Tables on a terminal, JSON when piped or with --json. The API key comes from DOCEX_API_KEY or the
 profile's api_key_file; the base URL from the profile's base_url or DOCEX_BASE_URL.
 Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,
-7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing, 10 proxy authentication
-required, 11 certificate from an unknown issuer, 12 certificate name mismatch, 13 certificate expired.
+7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing,
+10 proxy authentication required, 11 certificate from an unknown issuer,
+12 certificate name mismatch, 13 certificate expired.
 Run "docex <resource> <action> --help" for an action's flags.`;
 }
 
