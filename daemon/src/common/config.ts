@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
+import { resultSettings } from '../outputs/result-settings.ts';
 import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/shared';
 import { nodeCron, yaml } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
@@ -77,14 +78,7 @@ const WatchFolder = z.strictObject({
   on_success: z.enum(['move', 'delete', 'keep']).default('move'),
   processed_dir: z.string().optional(),
   failed_dir: z.string().min(1),
-  formats: z
-    .array(z.enum(['json', 'csv']))
-    .min(1)
-    .default(['json', 'csv']),
-  /** With csv: also one row per document in <output>/daily-YYYY-MM-DD.csv. */
-  daily_csv: z.boolean().default(true),
-  /** excel: BOM, ';' between cells, decimal comma unless the template's number_locale is US. */
-  csv_style: z.enum(['standard', 'excel']).default('standard'),
+  ...resultSettings,
   /** Size and mtime must stay unchanged this long before a file is uploaded. */
   stable_ms: z.number().int().min(0).default(2000),
   /** Poll the file system instead of native events (network shares). */

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { z } from 'zod/v4';
+import { resultSettings } from '../outputs/result-settings.ts';
 
 const positiveInt = z.number().int().positive();
 
@@ -83,12 +84,7 @@ export const MailboxSection = z.strictObject({
   failed_dir: z.string().min(1),
   /** Where the attachment files go after their results are written; without it they are deleted from the spool (the mail keeps them). */
   processed_dir: z.string().optional(),
-  formats: z
-    .array(z.enum(['json', 'csv']))
-    .min(1)
-    .default(['json', 'csv']),
-  daily_csv: z.boolean().default(true),
-  csv_style: z.enum(['standard', 'excel']).default('standard'),
+  ...resultSettings,
 });
 
 export type MailboxConfig = z.output<typeof MailboxSection>;
