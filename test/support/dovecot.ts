@@ -14,6 +14,7 @@ import { deflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { ensureDebianPackage, freePort, startProcess, until, type Service } from '../e2e/services.ts';
+import { makePki } from './network.ts';
 
 export interface MailUser {
   user: string;
@@ -51,52 +52,6 @@ export interface DovecotOptions {
 /** Debian installs it in /usr/sbin, which a non-root PATH often leaves out. */
 const DOVECOT = '/usr/sbin/dovecot';
 
-function makeTestCa(dir: string) {
-  const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  ssl(
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.pem',
-      '-days',
-      '2',
-    ].concat(['-subj', '/CN=docex test mail CA']),
-  );
-  ssl([
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'server.key',
-    '-out',
-    'server.csr',
-    '-subj',
-    '/CN=localhost',
-  ]);
-  return writeFile(
-    join(dir, 'ext.cnf'),
-    'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n',
-  ).then(() =>
-    ssl(
-      ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial'].concat([
-        '-out',
-        'server.pem',
-        '-days',
-        '2',
-        '-extfile',
-        'ext.cnf',
-      ]),
-    ),
-  );
-}
-
 /** Whether the server greets over TLS on `port` (so it is ready for logins). */
 const greets = (port: number, ca: string) =>
   new Promise<true | undefined>((resolve) => {
@@ -123,7 +78,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   await chmod(dir, 0o755);
   await mkdir(join(dir, 'home'));
   await chown(join(dir, 'home'), mailUid, mailGid);
-  await makeTestCa(dir);
+  const pki = makePki(dir, { dns: ['localhost'], ips: ['127.0.0.1'] });
   const [tlsPort, starttlsPort] = [await freePort(), await freePort()];
   await writeFile(join(dir, 'users'), users.map((u) => `${u.user}:{PLAIN}${u.password}::::::\n`).join(''));
   const ownUser = root
@@ -138,8 +93,8 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     'listen = 127.0.0.1',
     ...ownUser,
     'ssl = required',
-    `ssl_cert = <${join(dir, 'server.pem')}`,
-    `ssl_key = <${join(dir, 'server.key')}`,
+    `ssl_cert = <${pki.serverFiles.cert}`,
+    `ssl_key = <${pki.serverFiles.key}`,
     'ssl_min_protocol = TLSv1.2',
     'auth_mechanisms = plain login xoauth2',
     `passdb {\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u ${join(dir, 'users')}\n}`,

@@ -37,16 +37,21 @@ export interface Pki {
   /** The CA certificate (PEM file). */
   caFile: string;
   caPem: string;
-  /** A certificate for SERVICE_HOST signed by the CA, valid two days. */
+  /** A certificate for the names asked for (SERVICE_HOST by default) signed by the CA, valid two days. */
   server: { cert: string; key: string };
+  /** The same certificate and key as files (for a server that reads them itself). */
+  serverFiles: { cert: string; key: string };
   /** The same name, expired yesterday. */
   expired: { cert: string; key: string };
 }
 
 const openssl = (args: string[], cwd: string) => execFileSync('openssl', args, { cwd, stdio: 'pipe' });
 
-/** A private CA and server certificates, made in `dir` with openssl. */
-export function makePki(dir: string): Pki {
+/** A private CA and server certificates for `names` (DNS names, then IP addresses), made in `dir` with openssl. */
+export function makePki(
+  dir: string,
+  names: { dns: string[]; ips?: string[] } = { dns: [SERVICE_HOST] },
+): Pki {
   ensureDebianPackage('openssl', () => onPath('openssl'));
   openssl(
     [
@@ -77,11 +82,12 @@ export function makePki(dir: string): Pki {
       '-out',
       'srv.csr',
       '-subj',
-      `/CN=${SERVICE_HOST}`,
+      `/CN=${names.dns[0]}`,
     ],
     dir,
   );
-  writeFileSync(join(dir, 'ext.cnf'), `subjectAltName=DNS:${SERVICE_HOST}\nbasicConstraints=CA:FALSE\n`);
+  const altNames = [...names.dns.map((n) => `DNS:${n}`), ...(names.ips ?? []).map((ip) => `IP:${ip}`)];
+  writeFileSync(join(dir, 'ext.cnf'), `subjectAltName=${altNames.join(',')}\nbasicConstraints=CA:FALSE\n`);
   const sign = (out: string, days: string, serial: string) =>
     openssl(
       [
@@ -111,6 +117,7 @@ export function makePki(dir: string): Pki {
     caFile: join(dir, 'ca.pem'),
     caPem: read('ca.pem'),
     server: { cert: read('srv.pem'), key: read('srv.key') },
+    serverFiles: { cert: join(dir, 'srv.pem'), key: join(dir, 'srv.key') },
     expired: { cert: read('old.pem'), key: read('srv.key') },
   };
 }
