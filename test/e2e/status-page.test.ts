@@ -32,7 +32,8 @@ async function daemonWithFailedFile(taskDelayMs = 30) {
   const daemon = await world.start();
   const port = (daemon.http!.address() as AddressInfo).port;
   await writeFile(join(world.dir, 'inbox', 'good.txt'), invoice('G-1'));
-  await writeFile(join(world.dir, 'inbox', 'unreadable.txt'), '');
+  // Bytes the service cannot read: it fails the task (an empty file would fail locally, without a task).
+  await writeFile(join(world.dir, 'inbox', 'unreadable.txt'), Buffer.from([0, 1, 2, 3]));
   await until(
     'one done, one failed',
     () => daemon.db.counts().archived === 1 && daemon.db.inState('failed').some((r) => r.finalized),
@@ -54,7 +55,7 @@ describe('the status page in Chromium', () => {
     const row = page.locator('[data-testid="failed-row"]');
     expect(await row.count()).toBe(1);
     expect(await row.first().textContent()).toContain('unreadable.txt');
-    expect(await row.first().textContent()).toContain('Empty file');
+    expect(await row.first().textContent()).toContain('Unreadable file');
     // A mark in the page's memory: it survives only if the page is never reloaded.
     await page.evaluate('window.notReloaded = true');
 
@@ -68,7 +69,7 @@ describe('the status page in Chromium', () => {
     expect(await text('note')).toBe('1 file(s) back in the queue');
     expect(await text('queued')).toBe('1');
     expect(await readdir(join(dir, 'failed'))).toEqual([]);
-    // An empty file fails again, with its reason: the count comes back, still without a reload.
+    // The unreadable file fails again, with its reason: the count comes back, still without a reload.
     await until('the page shows it failed again', async () => (await text('failed-total')) === '1', 20_000);
     expect(await page.evaluate<boolean>('window.notReloaded === true')).toBe(true);
     expect(errors.filter((e) => /refused|error/i.test(e))).toEqual([]);
