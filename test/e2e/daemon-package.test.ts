@@ -7,6 +7,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
@@ -78,6 +79,29 @@ describe('the docex-sync package from a plain npm pack', () => {
         'package.json',
       ].sort(),
     );
+  });
+
+  it('depends on exactly the packages its bundles load at run time (the rest is bundled in)', () => {
+    // A package the bundles require() at run time must be a dependency, or the installed command
+    // fails on first use; a dependency they never require is bundled already and only costs the
+    // operator an install.
+    const installedManifest = JSON.parse(
+      execFileSync('tar', ['-xOzf', packed.tarballs['docex-sync']!, 'package/package.json'], {
+        encoding: 'utf8',
+      }),
+    ) as { dependencies?: Record<string, string> };
+    const required = new Set<string>();
+    for (const bundle of ['dist/cli.js', 'dist/docex.js']) {
+      const code = execFileSync('tar', ['-xOzf', packed.tarballs['docex-sync']!, `package/${bundle}`], {
+        encoding: 'utf8',
+        maxBuffer: 256 * 1024 * 1024,
+      });
+      for (const [, name] of code.matchAll(/(?<![\w$])(?:__require|require|load\d*)\("([^"]+)"\)/g)) {
+        if (!isBuiltin(name!))
+          required.add(name!.startsWith('@') ? name!.split('/').slice(0, 2).join('/') : name!.split('/')[0]!);
+      }
+    }
+    expect(Object.keys(installedManifest.dependencies ?? {}).sort()).toEqual([...required].sort());
   });
 
   it('passes npm publish --dry-run without a warning (but the one about not being logged in)', () => {
