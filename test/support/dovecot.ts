@@ -40,6 +40,8 @@ export interface Dovecot {
     raw: string | Buffer,
     options?: { user?: MailUser; folder?: string; flags?: string[] },
   ): Promise<number>;
+  /** Ends every session of `user` at once, as a server does when a login's token expires (`doveadm kick`). */
+  kick(user?: string): void;
   stop(): Promise<void>;
 }
 
@@ -47,10 +49,17 @@ export interface DovecotOptions {
   users?: MailUser[];
   /** false: the server does not announce IDLE (clients must poll). */
   idle?: boolean;
+  /**
+   * Bearer tokens (XOAUTH2, and OAUTHBEARER when asked) checked by dovecot's oauth2 passdb against
+   * this RFC 7662 token-introspection URL (POST token=...; the answer's `active` must be true and
+   * its `username` names the user). Passwords keep working for the users above.
+   */
+  oauth2?: { introspectionUrl: string; oauthbearer?: boolean };
 }
 
 /** Debian installs it in /usr/sbin, which a non-root PATH often leaves out. */
 const DOVECOT = '/usr/sbin/dovecot';
+const DOVEADM = '/usr/bin/doveadm';
 
 /** Whether the server greets over TLS on `port` (so it is ready for logins). */
 const greets = (port: number, ca: string) =>
@@ -96,8 +105,13 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
     `ssl_cert = <${pki.serverFiles.cert}`,
     `ssl_key = <${pki.serverFiles.key}`,
     'ssl_min_protocol = TLSv1.2',
-    'auth_mechanisms = plain login xoauth2',
-    `passdb {\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u ${join(dir, 'users')}\n}`,
+    `auth_mechanisms = plain login xoauth2${options.oauth2?.oauthbearer ? ' oauthbearer' : ''}`,
+    `passdb {\n  driver = passwd-file\n  mechanisms = plain login\n  args = scheme=PLAIN username_format=%u ${join(dir, 'users')}\n}`,
+    ...(options.oauth2
+      ? [
+          `passdb {\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = ${join(dir, 'oauth2.conf')}\n}`,
+        ]
+      : []),
     `userdb {\n  driver = static\n  args = uid=${mailUid} gid=${mailGid} home=${join(dir, 'home')}/%u\n}`,
     `first_valid_uid = ${mailUid}`,
     'mail_location = maildir:~/Maildir',
@@ -112,6 +126,19 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
   ].join('\n');
   const conf = join(dir, 'dovecot.conf');
   await writeFile(conf, config);
+  if (options.oauth2)
+    await writeFile(
+      join(dir, 'oauth2.conf'),
+      [
+        'introspection_mode = post',
+        `introspection_url = ${options.oauth2.introspectionUrl}`,
+        'force_introspection = yes',
+        'username_attribute = username',
+        'active_attribute = active',
+        'active_value = true',
+        '',
+      ].join('\n'),
+    );
   const ca = await readFile(join(dir, 'ca.pem'), 'utf8');
   const server: Service = startProcess(DOVECOT, ['-F', '-c', conf]);
   const exited = () => server.process.exitCode !== null || server.process.signalCode !== null;
@@ -164,6 +191,9 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
       } finally {
         await imap.logout();
       }
+    },
+    kick(user = users[0]!.user) {
+      execFileSync(DOVEADM, ['-c', conf, 'kick', user], { stdio: 'pipe' });
     },
     async stop() {
       await server.stop();

@@ -147,7 +147,7 @@ export async function checkMailboxes(config: Config, env: NodeJS.ProcessEnv) {
       problems.push(
         error instanceof MailboxError
           ? error.message
-          : `mailboxes[${i}] (${m.name}, ${m.user} at ${m.host}): ${describeImapError(error)}`,
+          : `mailboxes[${i}] (${m.name}, ${m.user} at ${m.host}): ${describeImapError(error, m)}`,
       );
     }
   }

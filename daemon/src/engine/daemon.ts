@@ -21,7 +21,7 @@ import type { KeyCheck } from '../commands/check.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
-import type { MailIntake } from '../mail/intake.ts';
+import type { MailIntake, MailboxRetry } from '../mail/intake.ts';
 
 export interface RunningDaemon {
   db: StateDb;
@@ -44,6 +44,8 @@ export interface StartOptions {
    * stops the run (exit 3) as at start.
    */
   keyUnchecked?: { reason: string; check: () => Promise<KeyCheck> };
+  /** How soon mailboxes log in again (tests lengthen the backoff to show a changed token file cuts it short). */
+  mailboxRetry?: Partial<MailboxRetry>;
 }
 
 export async function startDaemon(
@@ -96,7 +98,13 @@ export async function startDaemon(
   const mailboxes = config.mailboxes.length
     ? await (
         await import('../mail/intake.ts')
-      ).startMailboxes({ mailboxes: config.mailboxes, db, log, wake: () => pipeline.wake() })
+      ).startMailboxes({
+        mailboxes: config.mailboxes,
+        db,
+        log,
+        wake: () => pipeline.wake(),
+        retry: options.mailboxRetry,
+      })
     : [];
 
   const tasks: ScheduledTask[] = [];

@@ -14,11 +14,13 @@
  * duplicate and not taken again. The same attachment bytes in another mail are the pipeline's
  * same-bytes rule.
  */
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ImapFlow, type ImapFlowOptions, type SearchObject } from 'imapflow';
 import type { Logger } from 'pino';
 import { inside, removeStaleTemps, writeAtomic } from '../common/files.ts';
@@ -41,13 +43,30 @@ export interface IntakeDeps {
   wake(): void;
   env?: NodeJS.ProcessEnv;
   now?: () => number;
+  retry?: Partial<MailboxRetry>;
 }
+
+/** How soon a mailbox logs in again (docs/daemon.md, "Mailboxes"). */
+export interface MailboxRetry {
+  /** After a refused or failed login: this, doubled per failure up to maxMs. */
+  firstMs: number;
+  maxMs: number;
+  /** After the server ended an established session (a token that expired, a restart). */
+  reconnectMs: number;
+}
+
+const RETRY: MailboxRetry = { firstMs: 1000, maxMs: 60_000, reconnectMs: 1000 };
 
 /** A mailbox problem the operator must fix (credentials, folder, flag): its message says what and where. */
 export class MailboxError extends Error {}
 
-const MAX_BACKOFF_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
+
+/** The file a mailbox's secret comes from (re-read at each login and whenever it changes), if any. */
+const credentialFile = (mailbox: MailboxConfig) => mailbox.oauth2_token_file ?? mailbox.password_file;
+
+/** Compared to tell a changed secret from an unchanged one without keeping a second copy of it. */
+const digest = (secret: string) => createHash('sha256').update(secret).digest('hex');
 
 /** The IMAP client options of a mailbox, its secret read now (files are re-read at every login). */
 export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv): Promise<ImapFlowOptions> {
@@ -94,22 +113,37 @@ export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv
     auth,
     logger: false,
     disableAutoIdle: !mailbox.idle,
+    // imapflow starts IDLE after 15 s without a command (so a burst of commands is not broken up);
+    // a message arriving in that time would wait for it. The intake's passes are done by then.
+    autoIdleDelay: 1000,
     connectionTimeout: 30_000,
     greetingTimeout: 30_000,
   };
 }
 
-/** A readable line for an IMAP error: the server's own text when it gave one, never a credential. */
-export function describeImapError(error: unknown): string {
+/**
+ * A readable line for an IMAP error: the server's own text when it gave one, never a credential.
+ * With the mailbox, a refused access token names its file and what renews it.
+ */
+export function describeImapError(error: unknown, mailbox?: MailboxConfig): string {
   const e = error as {
     message?: string;
     responseText?: string;
     response?: unknown;
     code?: string;
     authenticationFailed?: boolean;
+    oauthError?: { status?: unknown };
   };
-  if (e.authenticationFailed)
-    return `the server refused the login${typeof e.response === 'string' && e.response ? ` (${e.response})` : ''}`;
+  if (e.authenticationFailed) {
+    // imapflow's response starts with the command's tag ("2 NO ..."), which tells a reader nothing.
+    const said = typeof e.response === 'string' ? e.response.replace(/^\S+ (?=(NO|BAD) )/, '') : '';
+    const oauthStatus =
+      e.oauthError?.status !== undefined ? `; OAuth2 status ${String(e.oauthError.status)}` : '';
+    const server = said || oauthStatus ? ` (${said}${said ? oauthStatus : oauthStatus.slice(2)})` : '';
+    if (mailbox?.oauth2_token_file)
+      return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (it is used as soon as the file changes)`;
+    return `the server refused the login${server}`;
+  }
   const text = e.responseText
     ? `${e.message ?? 'IMAP error'}: ${e.responseText}`
     : (e.message ?? String(error));
@@ -136,10 +170,19 @@ export class MailIntake {
   /** Resolves the current wait (a new message, a stop, the token file changed). */
   private kick: (() => void) | undefined;
   private state: MailboxConnection = { ...NOT_CONNECTED };
+  private readonly retry: MailboxRetry;
+  /** The digest of the secret the current (or last) login used. */
+  private loginDigest: string | undefined;
+  /** The credential file now holds another secret than the login used: log in again with it. */
+  private credentialsChanged = false;
+  private fileWatch: FSWatcher | undefined;
+  private checking: Promise<void> | undefined;
+  private checkAgain = false;
 
   constructor(deps: IntakeDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
+    this.retry = { ...RETRY, ...deps.retry };
   }
 
   get name() {
@@ -164,12 +207,73 @@ export class MailIntake {
   }
 
   start() {
+    this.watchCredentialFile();
     this.loop ??= this.run();
+  }
+
+  /**
+   * Watches the folder of the credential file, not the file: a file replaced by a rename (the safe
+   * way to rewrite it, and how Kubernetes swaps secrets) is a new inode a watch on the old one never
+   * sees. Any event there re-reads the file; the poll re-reads it too, where events are not
+   * delivered (network file systems).
+   */
+  private watchCredentialFile() {
+    const file = credentialFile(this.deps.mailbox);
+    if (!file || this.fileWatch) return;
+    try {
+      this.fileWatch = watch(dirname(file), { persistent: false }, () => void this.checkCredentialFile());
+      this.fileWatch.on('error', () => this.unwatchCredentialFile());
+    } catch (error) {
+      this.deps.log.warn(
+        { mailbox: this.name, file, err: (error as NodeJS.ErrnoException).code },
+        'mailbox: cannot watch the folder of the credential file; a new secret is read at the next poll or login',
+      );
+    }
+  }
+
+  private unwatchCredentialFile() {
+    this.fileWatch?.close();
+    this.fileWatch = undefined;
+  }
+
+  /** Re-reads the credential file; a secret other than the login's makes the intake log in again at once. */
+  checkCredentialFile(): Promise<void> {
+    if (this.checking) {
+      this.checkAgain = true;
+      return this.checking;
+    }
+    this.checking = (async () => {
+      do {
+        this.checkAgain = false;
+        await this.compareCredentialFile();
+      } while (this.checkAgain);
+    })().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async compareCredentialFile() {
+    const file = credentialFile(this.deps.mailbox);
+    if (!file || this.credentialsChanged || this.stopping) return;
+    // Empty or missing while its writer is at work (truncated, not yet written; renamed away): the
+    // next event tells; the next login says what is wrong if it stays so.
+    const secret = await readFile(file, 'utf8').then(
+      (text) => text.trim(),
+      () => '',
+    );
+    if (!secret || digest(secret) === this.loginDigest) return;
+    // Before any login (the first one could not read the file) every readable secret is news.
+    this.credentialsChanged = true;
+    this.deps.log.info(
+      { mailbox: this.name, file: basename(file) },
+      'mailbox: the credential file changed; logging in again with the new secret',
+    );
+    this.kick?.();
   }
 
   /** Lets the message being taken finish (up to STOP_GRACE_MS, then the connection is cut), then logs out. */
   async stop() {
     this.stopping = true;
+    this.unwatchCredentialFile();
     this.kick?.();
     const grace = new AbortController();
     const finished = await Promise.race([
@@ -210,39 +314,60 @@ export class MailIntake {
     });
   }
 
-  private failed(error: unknown) {
-    const message = describeImapError(error);
+  /** `fresh`: the secret is another than the one refused before, so a refusal is logged again. */
+  private failed(error: unknown, fresh: boolean) {
     const { log, mailbox } = this.deps;
+    const message = describeImapError(error, mailbox);
     this.changed({ connected: false, last_error: { at: new Date(this.now()).toISOString(), message } });
     if ((error as { authenticationFailed?: boolean }).authenticationFailed) {
-      if (this.state.login_refused === null)
+      if (this.state.login_refused === null || fresh)
         log.error(
           { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host, reason: message },
-          'mailbox: the server refused the login; check the password or token; retrying',
+          mailbox.oauth2_token_file
+            ? 'mailbox: the server refused the access token; waiting for a new one in the token file, retrying'
+            : 'mailbox: the server refused the login; check the password; retrying',
         );
       this.changed({ login_refused: message });
     } else log.error({ mailbox: mailbox.name, err: message }, 'mailbox: connection failed; retrying');
   }
 
+  /**
+   * Logs in again and again until stopped: at once after the credential file changed, reconnectMs
+   * after the server ended a session, with backoff after failed logins (a changed file cuts it short).
+   */
   private async run() {
-    let backoff = 1000;
+    let failures = 0;
+    let refusedDigest: string | undefined;
     while (!this.stopping) {
+      let pause: number;
+      const established = { value: false };
       try {
-        await this.session();
-        backoff = 1000;
+        await this.session(established);
+        failures = 0;
+        pause = this.retry.reconnectMs;
       } catch (error) {
         if (this.stopping) break;
-        this.failed(error);
+        this.failed(error, this.loginDigest !== refusedDigest);
+        refusedDigest = this.loginDigest;
+        if (established.value) {
+          failures = 0;
+          pause = this.retry.reconnectMs;
+        } else pause = Math.min(this.retry.firstMs * 2 ** failures++, this.retry.maxMs);
       }
       if (this.stopping) break;
-      await this.wait(backoff);
-      backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      if (!this.credentialsChanged) await this.wait(pause);
     }
   }
 
-  private async session() {
+  private async session(established: { value: boolean }) {
     const { mailbox, log } = this.deps;
-    const client = new ImapFlow(await imapOptions(mailbox, this.deps.env ?? process.env));
+    const options = await imapOptions(mailbox, this.deps.env ?? process.env);
+    const auth = options.auth as { pass?: string; accessToken?: string };
+    this.loginDigest = digest(auth.accessToken ?? auth.pass ?? '');
+    this.credentialsChanged = false;
+    // A change that landed while the file was read (or while no login was under way) is seen now.
+    void this.checkCredentialFile();
+    const client = new ImapFlow(options);
     this.client = client;
     let lost: unknown;
     client.on('error', (error: unknown) => (lost = error));
@@ -250,6 +375,7 @@ export class MailIntake {
     client.on('close', () => this.kick?.());
     try {
       await client.connect();
+      established.value = true;
       this.changed({ connected: true, login_refused: null, idle: client.capabilities.has('IDLE') });
       log.info(
         {
@@ -262,13 +388,14 @@ export class MailIntake {
       );
       if (mailbox.after.action === 'move')
         await client.mailboxCreate(mailbox.after.folder).catch(() => undefined);
-      while (!this.stopping && client.usable) {
+      while (!this.stopping && client.usable && !this.credentialsChanged) {
         await this.pass(client);
         this.changed({ last_seen: new Date(this.now()).toISOString() });
-        if (this.stopping || !client.usable) break;
+        if (this.stopping || !client.usable || this.credentialsChanged) break;
         await this.wait(mailbox.poll_interval_ms);
+        await this.checkCredentialFile();
       }
-      if (!this.stopping && lost) throw lost;
+      if (!this.stopping && !this.credentialsChanged && lost) throw lost;
     } finally {
       this.changed({ connected: false });
       if (this.client === client) this.client = undefined;

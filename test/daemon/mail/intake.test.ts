@@ -3,17 +3,17 @@
  * naming their message, with rules by sender, several attachments per mail, the after-action only
  * once every attachment is recorded, and no attachment taken twice (restart, Message-ID again).
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { relative } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { MailIntake } from '../../../daemon/src/mail/intake.ts';
 import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { checkMailboxes } from '../../../daemon/src/commands/check.ts';
 import { cliStatus, renderStatus } from '../../../daemon/src/commands/status.ts';
-import { healthOf, statusSnapshot } from '../../../daemon/src/status/read-model.ts';
+import { healthOf } from '../../../daemon/src/status/read-model.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
-import { makeWorld, until, type World } from '../helpers.ts';
+import { until, type World } from '../helpers.ts';
+import { expectSecretsNowhere, jsonResults, mailWorld } from './world.ts';
 
 let dovecot: Dovecot;
 beforeAll(async () => {
@@ -29,29 +29,9 @@ afterEach(async () => {
   world = undefined;
 });
 
-async function mailWorld(extra: string[] = [], after = "{ action: flag, flag: '$DocexTaken' }") {
-  const w = await makeWorld({
-    extraYaml: [
-      'mailboxes:',
-      '  - name: invoices',
-      '    host: 127.0.0.1',
-      `    port: ${dovecot.tlsPort}`,
-      `    ca_file: ${dovecot.caFile}`,
-      '    user: invoices',
-      '    password_file: ./mail.pw',
-      '    template_id: TEMPLATE',
-      '    output: ./mail-results',
-      '    failed_dir: ./mail-failed',
-      '    poll_interval_ms: 1000',
-      `    after: ${after}`,
-      ...extra,
-    ].join('\n'),
-  });
-  const yaml = await readFile(w.configFile, 'utf8');
-  await writeFile(w.configFile, yaml.replaceAll('TEMPLATE', String(w.templateId)));
-  await writeFile(join(w.dir, 'mail.pw'), `${dovecot.users[0]!.password}\n`);
-  world = w;
-  return w;
+async function mailWorldOf(extra: string[] = [], after?: string) {
+  world = await mailWorld(dovecot, { extra, after });
+  return world;
 }
 
 /** The daemon's intake of the one mailbox (the daemon starts it). */
@@ -59,13 +39,6 @@ function startIntake(_w: World, running: RunningDaemon) {
   intake = running.mailboxes[0]!;
   return intake;
 }
-
-const jsonResults = async (dir: string) =>
-  Promise.all(
-    (await readdir(dir).catch(() => [] as string[]))
-      .filter((n) => n.endsWith('.json'))
-      .map(async (n) => JSON.parse(await readFile(join(dir, n), 'utf8')) as Record<string, any>),
-  );
 
 async function flagsOf(folder = 'INBOX') {
   const imap = await dovecot.client();
@@ -101,7 +74,7 @@ async function clearInbox() {
 describe('mail intake (real dovecot)', () => {
   it('a mail with several invoices ends as results naming the message; the mail is flagged after all are recorded', async () => {
     await clearInbox();
-    const w = await mailWorld();
+    const w = await mailWorldOf();
     const running = await w.start();
     startIntake(w, running);
     const uid = await dovecot.append(
@@ -155,15 +128,7 @@ describe('mail intake (real dovecot)', () => {
       expect.objectContaining({ name: 'logo.png', reason: expect.stringContaining('inline image') }),
     ]);
     // The password is in no log line, file (state DB and its WAL, results, spool), status or metric.
-    const password = dovecot.users[0]!.password;
-    expect(w.logs.join('')).not.toContain(password);
-    const files = (await readdir(w.dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
-    for (const f of files) {
-      const path = join(f.parentPath, f.name);
-      if (relative(w.dir, path) === 'mail.pw') continue;
-      expect((await readFile(path)).includes(password), path).toBe(false);
-    }
-    expect(JSON.stringify(statusSnapshot({ db: running.db, config: w.config() }))).not.toContain(password);
+    await expectSecretsNowhere(w, running, [dovecot.users[0]!.password], ['mail.pw']);
     const check = await checkMailboxes(w.config(), {});
     expect(check).toEqual({
       problems: [],
@@ -177,7 +142,7 @@ describe('mail intake (real dovecot)', () => {
 
   it('rules by sender choose template and metadata; skip rules leave a mail untaken, with the reason', async () => {
     await clearInbox();
-    const w = await mailWorld([
+    const w = await mailWorldOf([
       '    rules:',
       "      - from: '*@acme.test'",
       '        metadata: \'{"supplier":"acme"}\'',
@@ -221,7 +186,7 @@ describe('mail intake (real dovecot)', () => {
 
   it('a restart and the same Message-ID again take nothing twice', async () => {
     await clearInbox();
-    const w = await mailWorld([], '{ action: leave }');
+    const w = await mailWorldOf([], '{ action: leave }');
     let running = await w.start();
     startIntake(w, running);
     const raw = mimeMessage({
@@ -245,7 +210,7 @@ describe('mail intake (real dovecot)', () => {
   });
 
   it('a refused login is a status with the reason, never the password', async () => {
-    const w = await mailWorld();
+    const w = await mailWorldOf();
     await writeFile(join(w.dir, 'mail.pw'), 'wrong-password-0815\n');
     const running = await w.start();
     const i = startIntake(w, running);
