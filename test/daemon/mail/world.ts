@@ -17,6 +17,8 @@ export interface MailWorldOptions {
   poll_interval_ms?: number;
   /** Adds the HTTP listener (page, /api/status, /healthz, /metrics) on a free port. */
   http?: boolean;
+  /** How the connection is secured; default: implicit TLS on the server's TLS port. */
+  security?: 'tls' | 'starttls';
 }
 
 export async function mailWorld(dovecot: Dovecot, options: MailWorldOptions = {}): Promise<World> {
@@ -26,7 +28,8 @@ export async function mailWorld(dovecot: Dovecot, options: MailWorldOptions = {}
       'mailboxes:',
       '  - name: invoices',
       '    host: 127.0.0.1',
-      `    port: ${dovecot.tlsPort}`,
+      `    port: ${options.security === 'starttls' ? dovecot.starttlsPort : dovecot.tlsPort}`,
+      ...(options.security ? [`    security: ${options.security}`] : []),
       `    ca_file: ${dovecot.caFile}`,
       '    user: invoices',
       ...(options.credential ?? ['    password_file: ./mail.pw']),

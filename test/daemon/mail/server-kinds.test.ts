@@ -1,0 +1,90 @@
+/**
+ * The other kind of server and the other after-action: STARTTLS on the plain IMAP port, a server that
+ * does not announce IDLE (so the intake polls), and `after: move`, which moves a mail out of the
+ * folder only once its attachments are recorded, into a folder the intake makes if it is missing.
+ */
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { checkMailboxes } from '../../../daemon/src/commands/check.ts';
+import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
+import { until, type World } from '../helpers.ts';
+import { jsonResults, mailWorld } from './world.ts';
+
+let dovecot: Dovecot;
+beforeAll(async () => {
+  dovecot = await startDovecot({ idle: false });
+});
+afterAll(() => dovecot?.stop());
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.cleanup();
+  world = undefined;
+});
+
+/** Message-IDs of the mails in `folder`, or undefined when the folder does not exist. */
+async function messageIdsIn(folder: string) {
+  const imap = await dovecot.client();
+  try {
+    const lock = await imap.getMailboxLock(folder).catch(() => undefined);
+    if (!lock) return undefined;
+    try {
+      const ids: string[] = [];
+      for await (const m of imap.fetch('1:*', { uid: true, envelope: true }))
+        ids.push(m.envelope?.messageId ?? '');
+      return ids;
+    } finally {
+      lock.release();
+    }
+  } finally {
+    await imap.logout();
+  }
+}
+
+describe('a server without IDLE, over STARTTLS, mails moved when taken', () => {
+  it('polls, takes the mail, and moves it into a folder it makes', async () => {
+    expect(await messageIdsIn('Taken')).toBeUndefined();
+    world = await mailWorld(dovecot, {
+      security: 'starttls',
+      after: '{ action: move, folder: Taken }',
+      poll_interval_ms: 1000,
+    });
+    const w = world;
+    const check = await checkMailboxes(w.config(), {});
+    expect(check).toEqual({
+      problems: [],
+      lines: [
+        'mailbox invoices: logged in as invoices at 127.0.0.1; INBOX holds 0 message(s), 0 not taken yet; no IDLE, polled every 1000 ms',
+      ],
+    });
+
+    const running = await w.start();
+    const intake = running.mailboxes[0]!;
+    await until('connected', () => intake.status().connected);
+    expect(intake.status().idle).toBe(false);
+    await dovecot.append(
+      mimeMessage({
+        messageId: '<moved-1@acme.test>',
+        attachments: [{ name: 'V-1.pdf', content: invoicePdf('V-1') }],
+      }),
+    );
+    const [result] = await until(
+      'the result',
+      async () => {
+        const r = await jsonResults(join(w.dir, 'mail-results'));
+        return r.length === 1 ? r : undefined;
+      },
+      30_000,
+    );
+    expect(result!.message).toMatchObject({ message_id: '<moved-1@acme.test>', attachment: 'V-1.pdf' });
+    await until('the mail moved', async () => (await messageIdsIn('Taken'))?.length === 1, 30_000);
+    expect(await messageIdsIn('Taken')).toEqual(['<moved-1@acme.test>']);
+    expect(await messageIdsIn('INBOX')).toEqual([]);
+    expect(intake.status()).toMatchObject({
+      connected: true,
+      idle: false,
+      attachments: 1,
+      messages: { taken: 1 },
+    });
+  });
+});
