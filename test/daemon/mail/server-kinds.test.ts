@@ -3,11 +3,12 @@
  * does not announce IDLE (so the intake polls), and `after: move`, which moves a mail out of the
  * folder only once its attachments are recorded, into a folder the intake makes if it is missing.
  */
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkMailboxes } from '../../../daemon/src/commands/check.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
-import { until, type World } from '../helpers.ts';
+import { calibrate, runCli, stopCliChildren, until, type World } from '../helpers.ts';
 import { jsonResults, mailWorld } from './world.ts';
 
 let dovecot: Dovecot;
@@ -18,6 +19,7 @@ afterAll(() => dovecot?.stop());
 
 let world: World | undefined;
 afterEach(async () => {
+  stopCliChildren();
   await world?.cleanup();
   world = undefined;
 });
@@ -87,4 +89,39 @@ describe('a server without IDLE, over STARTTLS, mails moved when taken', () => {
       messages: { taken: 1 },
     });
   });
+});
+
+describe('SIGHUP', () => {
+  it('adds a mailbox to a running docex-sync, whose mail is then taken without a restart', async () => {
+    const limit = await calibrate();
+    world = await mailWorld(dovecot, { after: '{ action: leave }' });
+    const w = world;
+    const withMailbox = await readFile(w.configFile, 'utf8');
+    await writeFile(w.configFile, withMailbox.slice(0, withMailbox.indexOf('mailboxes:')));
+    const daemon = runCli(['run', '--config', w.configFile]);
+    await until('running', () => daemon.output().includes('docex-sync running'), limit);
+    expect(daemon.output()).not.toContain('mailbox connected');
+
+    await writeFile(w.configFile, withMailbox);
+    daemon.child.kill('SIGHUP');
+    await until('reloaded', () => daemon.output().includes('config reloaded'), limit);
+    await until('the mailbox connected', () => daemon.output().includes('mailbox connected'), limit);
+    await dovecot.append(
+      mimeMessage({
+        messageId: '<hup-1@acme.test>',
+        attachments: [{ name: 'H-1.pdf', content: invoicePdf('H-1') }],
+      }),
+    );
+    const [result] = await until(
+      'the result',
+      async () => {
+        const r = await jsonResults(join(w.dir, 'mail-results'));
+        return r.length === 1 ? r : undefined;
+      },
+      limit,
+    );
+    expect(result!.message).toMatchObject({ message_id: '<hup-1@acme.test>', attachment: 'H-1.pdf' });
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+  }, 180_000);
 });
