@@ -125,3 +125,49 @@ describe('SIGHUP', () => {
     expect(await daemon.exited).toBe(0);
   }, 180_000);
 });
+
+describe('UIDVALIDITY', () => {
+  it('a folder made anew (UIDs restart, UIDVALIDITY changes) loses no new mail and takes no old one twice', async () => {
+    const imap = await dovecot.client();
+    await imap.mailboxCreate('Invoices').catch(() => undefined);
+    await imap.logout();
+    world = await mailWorld(dovecot, { extra: ['    folder: Invoices'], after: '{ action: leave }' });
+    const w = world;
+    const results = async (n: number) => {
+      const r = await jsonResults(join(w.dir, 'mail-results'));
+      return r.length === n ? r : undefined;
+    };
+    const old = mimeMessage({
+      messageId: '<before@acme.test>',
+      attachments: [{ name: 'U-1.pdf', content: invoicePdf('U-1') }],
+    });
+    const firstUid = await dovecot.append(old, { folder: 'Invoices' });
+    let running = await w.start();
+    await until('the first result', () => results(1), 30_000);
+    await running.stop();
+
+    // The server's folder is made anew (a migration, a restore): its UIDs start again at 1.
+    const admin = await dovecot.client();
+    await admin.mailboxDelete('Invoices');
+    await admin.mailboxCreate('Invoices');
+    await admin.logout();
+    const newUid = await dovecot.append(
+      mimeMessage({
+        messageId: '<after@acme.test>',
+        attachments: [{ name: 'U-2.pdf', content: invoicePdf('U-2') }],
+      }),
+      { folder: 'Invoices' },
+    );
+    expect(newUid).toBe(firstUid); // same UID, another mail: only UIDVALIDITY tells them apart
+    await dovecot.append(old, { folder: 'Invoices' }); // and the old mail once more
+
+    running = await w.start();
+    const intake = running.mailboxes[0]!;
+    const both = await until("the new mail's result", () => results(2), 30_000);
+    await until('the old mail recorded as a copy', () => intake.status().messages.duplicate === 1, 30_000);
+    await until('pipeline idle', () => running.pipeline.idle());
+    expect(both.map((r) => r.message.message_id).sort()).toEqual(['<after@acme.test>', '<before@acme.test>']);
+    expect(await results(2)).toBeDefined();
+    expect(w.emulator.stats().requestsByOperation.upload_file).toBe(2);
+  }, 120_000);
+});
