@@ -88,7 +88,7 @@ describe('a server without IDLE, over STARTTLS, mails moved when taken', () => {
       attachments: 1,
       messages: { taken: 1 },
     });
-  });
+  }, 120_000);
 });
 
 describe('SIGHUP', () => {
