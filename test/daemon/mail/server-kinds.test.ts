@@ -3,8 +3,9 @@
  * does not announce IDLE (so the intake polls), and `after: move`, which moves a mail out of the
  * folder only once its attachments are recorded, into a folder the intake makes if it is missing.
  */
-import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkMailboxes } from '../../../daemon/src/commands/check.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
@@ -169,5 +170,80 @@ describe('UIDVALIDITY', () => {
     expect(both.map((r) => r.message.message_id).sort()).toEqual(['<after@acme.test>', '<before@acme.test>']);
     expect(await results(2)).toBeDefined();
     expect(w.emulator.stats().requestsByOperation.upload_file).toBe(2);
+  }, 120_000);
+});
+
+describe('hostile mail through the real server', () => {
+  it('hostile names stay one safe name inside the spool, skipped parts have a reason, malformed mail breaks nothing', async () => {
+    world = await mailWorld(dovecot, {
+      extra: ['    folder: Hostile', '    attachments: { max_bytes: 100000 }'],
+      after: '{ action: leave }',
+    });
+    const w = world;
+    const imap = await dovecot.client();
+    await imap.mailboxCreate('Hostile').catch(() => undefined);
+    await imap.logout();
+    const hostile = mimeMessage({
+      messageId: '<hostile@evil.test>',
+      attachments: [
+        { name: '../../../../H-1.pdf', content: invoicePdf('H-1') },
+        { name: '/docex-nowhere/H-2.pdf', content: invoicePdf('H-2') },
+        {
+          rawHeaders:
+            "Content-Type: application/pdf\r\nContent-Disposition: attachment; filename*=UTF-8''..%2F..%2FH-3%00.pdf",
+          content: invoicePdf('H-3'),
+        },
+        { name: 'empty.pdf', content: '' },
+        { name: 'huge.pdf', content: Buffer.alloc(200_000, 'x') },
+        { name: 'winmail.dat', type: 'application/ms-tnef', content: invoicePdf('T-1') },
+      ],
+    });
+    await dovecot.append(
+      'Content-Type: multipart/mixed; boundary="x"\r\nMessage-ID: <broken@evil.test>\r\n\r\n--x\r\nContent-Type: application/pdf; name="a.pdf"\r\nContent-Transfer-Encoding: base64\r\n\r\n%%%not base64',
+      { folder: 'Hostile' },
+    );
+    await dovecot.append(hostile, { folder: 'Hostile' });
+    await dovecot.append(
+      mimeMessage({
+        messageId: '<fine@acme.test>',
+        attachments: [{ name: 'OK-1.pdf', content: invoicePdf('OK-1') }],
+      }),
+      { folder: 'Hostile' },
+    );
+    const running = await w.start();
+    const intake = running.mailboxes[0]!;
+    const results = await until(
+      'four results',
+      async () => {
+        const r = await jsonResults(join(w.dir, 'mail-results'));
+        return r.length === 4 ? r : undefined;
+      },
+      60_000,
+    );
+    await until('pipeline idle', () => running.pipeline.idle());
+    expect(results.map((r) => r.message.attachment).sort()).toEqual([
+      'H-1.pdf',
+      'H-2.pdf',
+      'H-3_.pdf',
+      'OK-1.pdf',
+    ]);
+    // No file beside any folder above the world, where the names' ../ would have led, nor at the absolute path.
+    for (let dir = w.dir; dir !== dirname(dir);) {
+      dir = dirname(dir);
+      for (const name of ['H-1.pdf', 'H-3.pdf'])
+        expect(existsSync(join(dir, name)), join(dir, name)).toBe(false);
+    }
+    expect(existsSync('/docex-nowhere')).toBe(false);
+    expect(intake.status().skipped).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'empty.pdf', reason: 'empty (0 bytes)' }),
+        expect.objectContaining({
+          name: 'huge.pdf',
+          reason: expect.stringContaining('attachments.max_bytes'),
+        }),
+        expect.objectContaining({ name: 'winmail.dat', reason: expect.stringContaining('TNEF') }),
+      ]),
+    );
+    expect(intake.status()).toMatchObject({ connected: true, login_refused: null });
   }, 120_000);
 });
