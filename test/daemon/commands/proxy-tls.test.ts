@@ -202,7 +202,6 @@ describe('docex-sync through a proxy with basic auth, over TLS with a private CA
       expect(check.output()).toMatch(message);
       expect(check.output()).toMatch(/http:\/\/\[REDACTED\]@127\.0\.0\.1:\d+/);
       expect(check.output()).not.toContain('SECRETPASS');
-      process.stderr.write(`docex-sync check, ${_name}: exit ${await check.exited}\n${check.output()}\n`);
     },
   );
 });
