@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
 import { vi } from 'vitest';
-import { startEmulator, type Emulator } from '../../emulator/index.ts';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { invoiceTemplate } from '../support/templates.ts';
@@ -28,7 +28,17 @@ export interface World {
 }
 
 export async function makeWorld(
-  options: { taskDelayMs?: number; extraYaml?: string; watchYaml?: string } = {},
+  options: {
+    taskDelayMs?: number;
+    extraYaml?: string;
+    watchYaml?: string;
+    /** More for the emulator (a port, HTTPS with `tls` and `urlHost`). */
+    emulator?: EmulatorOptions;
+    /** The CA the test's own set-up client trusts (an emulator over HTTPS with a private CA). */
+    caFile?: string;
+    /** More keys of the config's `api` mapping (flow style, e.g. `proxy: "...", ca_file: "..."`), base_url among them to replace the emulator's URL. */
+    apiYaml?: string;
+  } = {},
 ): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), 'docex-sync-test-'));
   await mkdir(join(dir, 'inbox'));
@@ -39,8 +49,9 @@ export async function makeWorld(
       { name: 'Acme', apiKey: SECRET },
       { name: 'Other', apiKey: 'other-key' },
     ],
+    ...options.emulator,
   });
-  const client = createNodeClient({ baseUrl: emulator.url, apiKey: SECRET });
+  const client = createNodeClient({ baseUrl: emulator.url, apiKey: SECRET, caFile: options.caFile });
   const folder = await client.createFolder({ name: 'AP' });
   const template = await invoiceTemplate(client, folder.id, 'Invoice');
   const configFile = join(dir, 'docex-sync.yaml');
@@ -48,7 +59,7 @@ export async function makeWorld(
     configFile,
     [
       'state_db: ./state/sync.db',
-      `api: { base_url: "${emulator.url}", concurrency: 4, requests_per_second: 200, max_retries: 2 }`,
+      `api: { ${/\bbase_url:/.test(options.apiYaml ?? '') ? '' : `base_url: "${emulator.url}", `}concurrency: 4, requests_per_second: 200, max_retries: 2${options.apiYaml ? `, ${options.apiYaml}` : ''} }`,
       'poll: { interval_ms: 50, max_interval_ms: 200 }',
       'upload: { retry_base_ms: 50, retry_max_ms: 200, max_attempts: 20 }',
       'watch:',

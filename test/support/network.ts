@@ -135,7 +135,16 @@ export interface Tinyproxy extends Service {
  */
 export async function startTinyproxy(
   dir: string,
-  options: { connectPorts: number[]; auth?: { user: string; password: string } },
+  options: {
+    connectPorts: number[];
+    auth?: { user: string; password: string };
+    /**
+     * Names only the proxy resolves (name → address): tinyproxy runs in a mount namespace of its
+     * own (unshare, as root) where /etc/hosts is a copy with these lines added. A client that can
+     * reach them has gone through the proxy; a direct attempt fails with ENOTFOUND.
+     */
+    hostsForProxyOnly?: Record<string, string>;
+  },
 ): Promise<Tinyproxy> {
   ensureDebianPackage('tinyproxy', () => onPath('tinyproxy'));
   const port = await freePort();
@@ -161,7 +170,9 @@ export async function startTinyproxy(
       '',
     ].join('\n'),
   );
-  const proxy = startProcess('tinyproxy', ['-d', '-c', conf]);
+  const proxy = options.hostsForProxyOnly
+    ? startWithOwnHosts(dir, options.hostsForProxyOnly, ['tinyproxy', '-d', '-c', conf])
+    : startProcess('tinyproxy', ['-d', '-c', conf]);
   const log = () => readFileSync(logFile, 'utf8');
   // It logs nothing when it starts listening at LogLevel Connect: ready once a connection is taken.
   const accepts = () =>
@@ -172,4 +183,25 @@ export async function startTinyproxy(
     });
   await until('tinyproxy to listen', accepts, 30_000, () => `${proxy.output()}\n${log()}`);
   return { ...proxy, url: `http://127.0.0.1:${port}`, port, log };
+}
+
+/**
+ * `command` with an /etc/hosts of its own: a private mount namespace (unshare --mount, which execs,
+ * so the PID is the command's) in which a copy of /etc/hosts plus `hosts` is bound over the file.
+ */
+function startWithOwnHosts(dir: string, hosts: Record<string, string>, command: string[]) {
+  ensureDebianPackage('util-linux', () => onPath('unshare'));
+  const hostsFile = join(dir, 'hosts');
+  const lines = Object.entries(hosts).map(([name, address]) => `${address} ${name}`);
+  writeFileSync(hostsFile, `${readFileSync('/etc/hosts', 'utf8')}\n${lines.join('\n')}\n`);
+  chmodSync(hostsFile, 0o644);
+  return startProcess('unshare', [
+    '--mount',
+    '--',
+    'sh',
+    '-c',
+    'mount --bind "$0" /etc/hosts && exec "$@"',
+    hostsFile,
+    ...command,
+  ]);
 }
