@@ -138,7 +138,10 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
           'Chat Model': { ai_languageModel: [link('AI Agent', 0, 'ai_languageModel')] },
           'Extract Invoice': { ai_tool: [link('AI Agent', 0, 'ai_tool')] },
         },
-        settings: {},
+        // What the editor saves for every new workflow. Without it (n8n's legacy order "v0") the
+        // agent is resumed before its tool has run and the model is handed '""' as the tool's
+        // answer: docs/n8n.md, "As an AI agent's tool".
+        settings: { executionOrder: 'v1' },
       })
       .catch((error: Error) => {
         // What the stand-in model saw and said: the first thing to read when the agent fails.
@@ -164,10 +167,15 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
     ]);
     // The call reached the node with the model's argument: it downloaded exactly that link.
     expect(files.requests).toContain('/invoices/agent-1.txt');
-    // Known gap (n8n 2.40.7, Agent 3.1): the tool's answer reaches the model as an empty string
-    // ('""'), so the final answer cannot carry the extracted values yet; the run itself succeeds.
-    // Not asserted until that is understood: see docs/n8n.md, "As an AI agent's tool".
-    expect(outputOf(runData, 'AI Agent')[0]!.json).toHaveProperty('output');
+    // The tool's answer, as the model was handed it: our node's simplified item.
+    const toolMessage = model.requests[1]!.messages.find((m) => m.role === 'tool');
+    expect(JSON.parse(textOf(toolMessage!))).toEqual([
+      expect.objectContaining({ document_name: 'agent-1.txt', 'Invoice number': 'AGENT-1', Total: 10.5 }),
+    ]);
+    // The agent's final answer carries the extracted values (the stand-in builds it from the tool's answer).
+    expect(outputOf(runData, 'AI Agent')[0]!.json).toEqual({
+      output: 'The invoice number is AGENT-1 and the total is 10.5.',
+    });
   }, 300_000);
 });
 
@@ -184,9 +192,13 @@ function agentScript(request: ChatRequest) {
     if (!url || !tool) throw new Error(`no link in the prompt or no extraction tool offered: ${prompt}`);
     return { toolCall: { name: tool.function.name, arguments: { url } } };
   }
+  // A tool answer without the extracted values (n8n hands the model '""' when the agent is resumed
+  // before its tool ran) is refused: the agent run then fails with this message.
   const content = textOf(toolMessage);
   const parsed = JSON.parse(content) as unknown;
-  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown>;
+  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown> | undefined;
+  if (typeof first !== 'object' || first === null || !first['Invoice number'] || first.Total === undefined)
+    throw new Error(`the tool's answer carries no invoice number and total: ${content}`);
   return {
     text: `The invoice number is ${String(first['Invoice number'])} and the total is ${String(first.Total)}.`,
   };
