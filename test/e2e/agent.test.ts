@@ -3,51 +3,26 @@
  * scripted stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and
  * credential; the document comes from a file server started here, the service is the emulator.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient } from '@docex/shared/node';
 import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
-import { CREDENTIAL, prepareN8n, tail, type RealN8n, type RunData } from './real-n8n.ts';
+import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
+import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
 import { startStandInModel, textOf, type ChatRequest, type StandInModel } from './stand-in-model.ts';
+import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
 let n8n: RealN8n;
 let model: StandInModel;
+let files: FileServer;
 let templateId = 0;
-const files = { server: undefined as Server | undefined, url: '', requests: [] as string[] };
 const OPENAI = { openAiApi: { id: 'openaicred000001', name: 'Stand-in model' } };
 
-const FILES: Record<string, string> = {
-  '/invoices/agent-1.txt': 'Invoice number: AGENT-1\nTotal: 10,50\n',
-};
-
 beforeAll(async () => {
-  files.server = createServer((req, res) => {
-    files.requests.push(req.url ?? '');
-    const body = FILES[new URL(req.url ?? '/', 'http://x').pathname];
-    if (body === undefined) res.writeHead(404).end('no such file');
-    else res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
-  });
-  await new Promise<void>((r) => files.server!.listen(0, '127.0.0.1', r));
-  files.url = `http://127.0.0.1:${(files.server.address() as AddressInfo).port}`;
+  files = await startFileServer({ '/invoices/agent-1.txt': 'Invoice number: AGENT-1\nTotal: 10,50\n' });
   model = await startStandInModel(agentScript);
-
   n8n = await prepareN8n();
-  const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
-  const folder = await client.createFolder({ name: 'agent e2e' });
-  const template = await client.createTemplate({
-    folder_id: folder.id,
-    name: 'agent e2e',
-    number_locale: 'EU',
-  });
-  templateId = template.id;
-  for (const [name, format] of [
-    ['Invoice number', 'invoice_number'],
-    ['Total', 'total_price'],
-  ] as const)
-    await client.createField({ template_id: templateId, name, type: 'General fields', format });
+  templateId = await createInvoiceTemplate(n8n.emulator, 'agent e2e');
 
   await writeFile(
     join(n8n.home, 'openai.json'),
@@ -62,24 +37,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await n8n?.cleanup();
   await model?.stop();
-  files.server?.closeAllConnections();
-  await new Promise<void>((r) => (files.server ? files.server.close(() => r()) : r()));
+  await files?.stop();
 });
-
-const byId = () => ({ __rl: true, mode: 'id', value: String(templateId) });
-const start = {
-  parameters: {},
-  id: 'start',
-  name: 'Start',
-  type: 'n8n-nodes-base.manualTrigger',
-  typeVersion: 1,
-  position: [0, 0],
-};
-const link = (node: string, index = 0, type = 'main') => [{ node, type, index }];
-const outputOf = (runData: RunData, node: string, output = 0) => {
-  expect(runData[node], `node ${node} ran`).toBeDefined();
-  return runData[node]![0]!.data!.main[output] ?? [];
-};
 
 describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
   it('an AI Agent is offered Extract with its hand-written description and calls it with the link', async () => {
@@ -90,7 +49,7 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
         name: 'agent',
         active: false,
         nodes: [
-          start,
+          manualStart,
           {
             parameters: {
               promptType: 'define',
@@ -122,7 +81,7 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
               // when a workflow carries no toolDescription (seen here before it was set).
               descriptionType: 'manual',
               toolDescription: TOOL_DESCRIPTIONS['document:extract'],
-              templateId: byId(),
+              templateId: templateById(templateId),
               options: { pollInterval: 0.2, waitTimeout: 60 },
             },
             id: 'tool',
@@ -138,7 +97,10 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
           'Chat Model': { ai_languageModel: [link('AI Agent', 0, 'ai_languageModel')] },
           'Extract Invoice': { ai_tool: [link('AI Agent', 0, 'ai_tool')] },
         },
-        settings: {},
+        // What the editor saves for every new workflow. Without it (n8n's legacy order "v0") the
+        // agent is resumed before its tool has run and the model is handed '""' as the tool's
+        // answer: docs/n8n.md, "As an AI agent's tool".
+        settings: { executionOrder: 'v1' },
       })
       .catch((error: Error) => {
         // What the stand-in model saw and said: the first thing to read when the agent fails.
@@ -164,10 +126,15 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
     ]);
     // The call reached the node with the model's argument: it downloaded exactly that link.
     expect(files.requests).toContain('/invoices/agent-1.txt');
-    // Known gap (n8n 2.40.7, Agent 3.1): the tool's answer reaches the model as an empty string
-    // ('""'), so the final answer cannot carry the extracted values yet; the run itself succeeds.
-    // Not asserted until that is understood: see docs/n8n.md, "As an AI agent's tool".
-    expect(outputOf(runData, 'AI Agent')[0]!.json).toHaveProperty('output');
+    // The tool's answer, as the model was handed it: our node's simplified item.
+    const toolMessage = model.requests[1]!.messages.find((m) => m.role === 'tool');
+    expect(JSON.parse(textOf(toolMessage!))).toEqual([
+      expect.objectContaining({ document_name: 'agent-1.txt', 'Invoice number': 'AGENT-1', Total: 10.5 }),
+    ]);
+    // The agent's final answer carries the extracted values (the stand-in builds it from the tool's answer).
+    expect(outputOf(runData, 'AI Agent')[0]!.json).toEqual({
+      output: 'The invoice number is AGENT-1 and the total is 10.5.',
+    });
   }, 300_000);
 });
 
@@ -184,9 +151,13 @@ function agentScript(request: ChatRequest) {
     if (!url || !tool) throw new Error(`no link in the prompt or no extraction tool offered: ${prompt}`);
     return { toolCall: { name: tool.function.name, arguments: { url } } };
   }
+  // A tool answer without the extracted values (n8n hands the model '""' when the agent is resumed
+  // before its tool ran) is refused: the agent run then fails with this message.
   const content = textOf(toolMessage);
   const parsed = JSON.parse(content) as unknown;
-  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown>;
+  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown> | undefined;
+  if (typeof first !== 'object' || first === null || !first['Invoice number'] || first.Total === undefined)
+    throw new Error(`the tool's answer carries no invoice number and total: ${content}`);
   return {
     text: `The invoice number is ${String(first['Invoice number'])} and the total is ${String(first.Total)}.`,
   };

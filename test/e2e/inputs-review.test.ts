@@ -2,64 +2,31 @@
  * Keep the input, Extract from a URL and Route for Review's two outputs in a real n8n 2.40.7
  * (`n8n execute`), against the emulator and a file server started here.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient } from '@docex/shared/node';
-import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
+import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
 let n8n: RealN8n;
+let files: FileServer;
 let templateId = 0;
-const files = { server: undefined as Server | undefined, url: '', requests: [] as string[] };
-
-const FILES: Record<string, string> = {
-  '/invoices/url-1.txt': 'Invoice number: URL-1\nTotal: 12,00\n',
-  '/invoices/url-2.txt': 'Total: 5,00\nno number on this one\n',
-};
 
 beforeAll(async () => {
-  files.server = createServer((req, res) => {
-    files.requests.push(req.url ?? '');
-    const body = FILES[new URL(req.url ?? '/', 'http://x').pathname];
-    if (body === undefined) res.writeHead(404).end('no such file');
-    else res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
+  files = await startFileServer({
+    '/invoices/url-1.txt': 'Invoice number: URL-1\nTotal: 12,00\n',
+    '/invoices/url-2.txt': 'Total: 5,00\nno number on this one\n',
   });
-  await new Promise<void>((r) => files.server!.listen(0, '127.0.0.1', r));
-  files.url = `http://127.0.0.1:${(files.server.address() as AddressInfo).port}`;
-
   n8n = await prepareN8n();
-  const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
-  const folder = await client.createFolder({ name: 'agent e2e' });
-  const template = await client.createTemplate({
-    folder_id: folder.id,
-    name: 'agent e2e',
-    number_locale: 'EU',
-  });
-  templateId = template.id;
-  for (const [name, format] of [
-    ['Invoice number', 'invoice_number'],
-    ['Total', 'total_price'],
-  ] as const)
-    await client.createField({ template_id: templateId, name, type: 'General fields', format });
+  templateId = await createInvoiceTemplate(n8n.emulator, 'inputs e2e');
 }, 600_000);
 
 afterAll(async () => {
   await n8n?.cleanup();
-  files.server?.closeAllConnections();
-  await new Promise<void>((r) => (files.server ? files.server.close(() => r()) : r()));
+  await files?.stop();
 });
 
-const byId = () => ({ __rl: true, mode: 'id', value: String(templateId) });
-const start = {
-  parameters: {},
-  id: 'start',
-  name: 'Start',
-  type: 'n8n-nodes-base.manualTrigger',
-  typeVersion: 1,
-  position: [0, 0],
-};
 const noOp = (name: string, x: number, y = 0) => ({
   parameters: {},
   id: name.toLowerCase().replace(/\W/g, ''),
@@ -77,12 +44,6 @@ const docex = (name: string, parameters: Record<string, unknown>, x: number) => 
   position: [x, 0],
   credentials: CREDENTIAL,
 });
-const link = (node: string, index = 0, type = 'main') => [{ node, type, index }];
-const outputOf = (runData: RunData, node: string, output = 0) => {
-  expect(runData[node], `node ${node} ran`).toBeDefined();
-  return runData[node]![0]!.data!.main[output] ?? [];
-};
-
 describe('the second round in a real n8n 2.40.7', () => {
   it('Extract from URLs keeps the input fields and routes the document without a number to "Needs Review"', async () => {
     const runData = await n8n.execute({
@@ -90,7 +51,7 @@ describe('the second round in a real n8n 2.40.7', () => {
       name: 'review route',
       active: false,
       nodes: [
-        start,
+        manualStart,
         {
           parameters: {
             assignments: {
@@ -127,7 +88,7 @@ describe('the second round in a real n8n 2.40.7', () => {
             operation: 'extract',
             source: 'url',
             fileUrl: '={{ $json.links }}',
-            templateId: byId(),
+            templateId: templateById(templateId),
             routeForReview: true,
             reviewMinConfidence: 0,
             reviewRequiredFields: 'Invoice number',
@@ -187,7 +148,7 @@ describe('the second round in a real n8n 2.40.7', () => {
       name: 'keep input',
       active: false,
       nodes: [
-        start,
+        manualStart,
         {
           parameters: { fileSelector: join(n8n.home, 'files', 'keep.txt'), options: {} },
           id: 'read',
@@ -201,7 +162,7 @@ describe('the second round in a real n8n 2.40.7', () => {
           {
             resource: 'document',
             operation: 'extract',
-            templateId: byId(),
+            templateId: templateById(templateId),
             options: { pollInterval: 0.2, waitTimeout: 60, includeBinary: true },
           },
           400,

@@ -266,6 +266,7 @@ describe('examples/n8n-*.json', () => {
       file: f,
       workflow: JSON.parse(readFileSync(join(import.meta.dirname, '../../examples', f), 'utf8')) as {
         nodes: Array<{ type: string; parameters: Record<string, unknown> }>;
+        settings?: { executionOrder?: string };
       },
     }));
 
@@ -273,6 +274,13 @@ describe('examples/n8n-*.json', () => {
     const types = new Set(examples.flatMap((e) => e.workflow.nodes.map((n) => n.type)));
     expect(types).toContain('n8n-nodes-docex.docex');
     expect(types).toContain('n8n-nodes-docex.docexTrigger');
+  });
+
+  it("run in n8n's current execution order, which an agent's tools need", () => {
+    // Imported without it (the CLI keeps a file's settings) a workflow runs in the legacy order
+    // "v0", in which an AI Agent is handed '""' for its tool's answer (docs/n8n.md).
+    for (const { file, workflow } of examples)
+      expect(workflow.settings, file).toEqual({ executionOrder: 'v1' });
   });
 
   it('use only parameters the nodes show (for the chosen operation)', () => {
