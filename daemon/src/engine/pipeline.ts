@@ -149,6 +149,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private stopped = false;
   private refused: unknown;
   private unreachableSet: boolean | undefined;
+  /** Done rows whose results this process wrote → where their JSON says the original goes. */
+  private readonly plannedArchives = new Map<number, string | null>();
   /** Per watch and route (one template): how long its extractions take, learnt from its polls (poll-timing.ts). */
   private readonly extraction = new Map<string, ExtractionEstimate>();
 
@@ -649,9 +651,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return void blocked;
     }
     const done = this.apply(current, { kind: 'results-written' }).row;
+    // Archived by its own job, as a done row left by a crash is: one route to archiving.
+    if (done.state === 'done') this.plannedArchives.set(done.id, planned);
     this.deps.log.debug({ file: row.path, documentId, outcome }, 'results written');
     this.emit('result-written', done, files);
-    await this.archive(done, planned);
   }
 
   /**
@@ -683,10 +686,16 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     return this.apply(row, { kind: 'named', archiveRel, resultBase }).row;
   }
 
-  /** `planned`: where the JSON just written says the original goes (not read back when it went there). */
-  private async archive(row: FileRow, planned?: string | null) {
+  /**
+   * A done row's original goes where on_success says: the only route to `archived`, whether the
+   * results were just written or a crash left the row done.
+   */
+  private async archive(row: FileRow) {
     const { log, metrics } = this.deps;
     const watch = this.watches.get(row.watch)!;
+    // Where the JSON written by this process says the original goes; unknown after a restart, so
+    // the JSON is then corrected whatever the target.
+    const planned = this.plannedArchives.get(row.id);
     try {
       if (watch.on_success === 'move') {
         const there = await lstat(row.path).then(
@@ -712,6 +721,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       log.warn({ file: row.path, err: describe(error) }, 'could not archive the source file; will retry');
       return;
     }
+    this.plannedArchives.delete(row.id);
     const archived = this.apply(row, { kind: 'archived' }).row;
     metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
     this.emit('file-archived', archived);
