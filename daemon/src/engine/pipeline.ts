@@ -2,16 +2,14 @@
  * The pipeline, the imperative shell around lifecycle.ts: it observes files and the service, asks
  * `decide` what follows, commits that to the state DB and carries out the effect.
  *
- * Event-driven: work starts when it becomes possible (a file reported by the watcher, a job
- * finishing, the earliest next_at coming due on one timer). Each file's steps run as its own job,
- * so a slow or hung request holds back only its own file (bounded by api.timeout_ms). With nothing
- * due there is no timer at all.
+ * Each file's step runs as its own job of the scheduler (scheduler.ts), so a slow or hung request
+ * holds back only its own file (bounded by api.timeout_ms); `pump` says which rows are due. What
+ * holds for the whole run (key refused, service unreachable, paused watches) is run-state.ts.
  */
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { lstat, open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   generalFieldsOf,
@@ -27,7 +25,6 @@ import {
   decide,
   describe,
   type Decision,
-  type Effect,
   type FileRow,
   type Observation,
   type Policy,
@@ -41,6 +38,8 @@ import { parseNamePattern, renderName, type NamePattern, type NameValues } from 
 import type { StateDb } from '../store/state.ts';
 import { firstPollDelayMs, NO_ESTIMATE, observePoll, type ExtractionEstimate } from './poll-timing.ts';
 import type { Candidate, Listed } from './walk.ts';
+import { RunState, type RunEvents } from './run-state.ts';
+import { Scheduler } from './scheduler.ts';
 
 export interface PipelineDeps {
   db: StateDb;
@@ -54,15 +53,10 @@ export interface PipelineDeps {
 }
 
 /** What a notifier, the status page or a test can subscribe to. */
-export interface PipelineEvents {
+export interface PipelineEvents extends RunEvents {
   'file-failed': [row: FileRow];
   'result-written': [row: FileRow, files: string[]];
   'file-archived': [row: FileRow];
-  'watch-paused': [watch: string, reason: string];
-  'watch-resumed': [watch: string];
-  'service-unreachable': [reason: string];
-  /** The API key was refused: the run must stop (exit 3). */
-  'run-refused': [error: unknown];
 }
 
 const HASH_CHUNK = 256 * 1024;
@@ -127,28 +121,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly now: () => number;
   private readonly watches: Map<string, WatchConfig>;
   private readonly results: ResultWriter;
-  /** Row id → its running job; a row has at most one. */
-  private readonly jobs = new Map<number, Promise<void>>();
-  private readonly kinds = new Map<Promise<void>, JobKind>();
-  private readonly running: Record<JobKind, number> = {
-    stabilize: 0,
-    upload: 0,
-    poll: 0,
-    archive: 0,
-    report: 0,
-  };
+  private readonly scheduler: Scheduler<JobKind>;
+  private readonly run: RunState;
   /** Hashes being uploaded now: a second row with the same bytes waits (checked before any await). */
   private readonly uploadingHashes = new Set<string>();
-  private readonly probing = new Set<string>();
-  private pumpQueued = false;
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
-  private started = false;
-  private stopping = false;
   /** After stop(): late answers of abandoned polls change nothing. */
   private stopped = false;
-  private refused: unknown;
-  private unreachableSet: boolean | undefined;
   /** Done rows whose results this process wrote → where their JSON says the original goes. */
   private readonly plannedArchives = new Map<number, string | null>();
   /** Per watch and route (one template): how long its extractions take, learnt from its polls (poll-timing.ts). */
@@ -160,6 +138,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.now = deps.now ?? Date.now;
     this.watches = new Map([...deps.config.watch, ...spoolWatches(deps.config)].map((w) => [w.path, w]));
     this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
+    this.scheduler = new Scheduler({ now: this.now, pump: () => this.pump(), log: deps.log });
+    this.run = new RunState({
+      db: deps.db,
+      log: deps.log,
+      now: this.now,
+      probeIntervalMs: deps.config.upload.probe_interval_ms,
+      events: this,
+    });
   }
 
   private policy(watch: string): Policy {
@@ -184,68 +170,27 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       this.deps.log.error({ file: row.path, reason: next.reason }, 'failed');
       this.emit('file-failed', next);
     }
-    this.runLevel(decision.effect, row);
+    this.run.apply(decision.effect, row);
     return { decision, row: next };
-  }
-
-  private runLevel(effect: Effect, row: FileRow | undefined) {
-    const { db, log } = this.deps;
-    if (effect.kind === 'stop-run') {
-      if (this.refused === undefined) {
-        this.refused = effect.error;
-        log.fatal(
-          { err: describe(effect.error) },
-          'the service refused the API key: stopping; no file was changed',
-        );
-        this.emit('run-refused', effect.error);
-      }
-    } else if (effect.kind === 'pause-watch' && row) {
-      const now = this.now();
-      const probeMs = this.deps.config.upload.probe_interval_ms;
-      const already = db.pausedWatches().some((w) => w.path === row.watch);
-      db.pauseWatch(row.watch, effect.reason, now, now + probeMs);
-      if (already) return; // another upload of the same watch found it out at the same time
-      log.error(
-        { folder: row.watch, reason: effect.reason, retryInMs: probeMs },
-        'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
-      );
-      this.emit('watch-paused', row.watch, effect.reason);
-    } else if (effect.kind === 'service-unreachable') {
-      if (!this.unreachable()) {
-        db.markServiceUnreachable(this.now(), effect.reason);
-        this.unreachableSet = true;
-        log.error({ reason: effect.reason }, 'the service cannot be reached; files wait and are retried');
-        this.emit('service-unreachable', effect.reason);
-      }
-    }
   }
 
   /** The API key was refused outside a file's step (the key check of a start): the run stops as if an upload met it. */
   refuse(error: unknown) {
-    this.runLevel({ kind: 'stop-run', error }, undefined);
+    this.run.refuse(error);
   }
 
   /** The service could not be reached outside a file's step (the key check of a start). */
   serviceUnreachable(reason: string) {
-    this.runLevel({ kind: 'service-unreachable', reason }, undefined);
+    this.run.unreachable(reason);
   }
 
   private estimateOf(row: FileRow): ExtractionEstimate {
     return this.extraction.get(extractionKey(row)) ?? NO_ESTIMATE;
   }
 
-  /** Whether the DB says the service is unreachable; only this pipeline writes it, so it is read once. */
-  private unreachable(): boolean {
-    this.unreachableSet ??= this.deps.db.serviceUnreachable() !== undefined;
-    return this.unreachableSet;
-  }
-
+  /** The service answered. */
   reachable() {
-    if (this.unreachable()) {
-      this.deps.db.markServiceReachable();
-      this.unreachableSet = false;
-      this.deps.log.info('the service can be reached again');
-    }
+    this.run.reachable();
   }
 
   /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
@@ -337,8 +282,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   }
 
   start() {
-    this.started = true;
-    this.wake();
+    this.scheduler.start();
   }
 
   /**
@@ -347,30 +291,19 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    * is polled again after the next start).
    */
   async stop() {
-    this.stopping = true;
-    if (this.timer) clearTimeout(this.timer);
-    const settled = (kinds: JobKind[]) =>
-      Promise.allSettled([...this.jobs.values()].filter((j) => kinds.includes(this.kinds.get(j)!)));
-    const grace = new AbortController();
-    await Promise.race([
-      settled(['poll']),
-      delay(POLL_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined),
-    ]);
-    grace.abort();
-    while ([...this.kinds.values()].some((k) => k !== 'poll'))
-      await settled(['stabilize', 'upload', 'archive', 'report']);
+    await this.scheduler.stop({ kinds: ['poll'], ms: POLL_GRACE_MS });
     this.stopped = true;
     this.deps.db.flush();
   }
 
   /** When the scheduler's one timer fires next; undefined when it has nothing to wait for. */
   get nextWakeAt(): number | undefined {
-    return Number.isFinite(this.timerAt) ? this.timerAt : undefined;
+    return this.scheduler.nextWakeAt;
   }
 
   /** The run was refused (API key): the error, else undefined. */
   get refusal() {
-    return this.refused;
+    return this.run.refusal;
   }
 
   /** Idle: nothing waiting in the pipeline (used by the demo, tests and benchmarks). */
@@ -378,34 +311,25 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const c = this.deps.db.counts();
     return (
       c.discovered + c.stable + c.uploading + c.uploaded + c.done === 0 &&
-      this.jobs.size === 0 &&
+      this.scheduler.size === 0 &&
       this.deps.db.due('failed', NEVER - 1, 1).length === 0
     );
   }
 
   /** Runs the scheduler soon (once per event-loop turn, however often it is called). */
   wake() {
-    if (this.pumpQueued || !this.started || this.stopping) return;
-    this.pumpQueued = true;
-    setImmediate(() => {
-      this.pumpQueued = false;
-      try {
-        this.pump();
-      } catch (error) {
-        this.deps.log.error({ err: describe(error) }, 'scheduler step failed; retrying in 1 s');
-        this.arm(this.now() + 1000);
-      }
-    });
+    this.scheduler.wake();
   }
 
-  private pump() {
-    if (this.stopping || this.refused !== undefined) return;
+  /** Starts the jobs of the rows that are due; returns when the next one comes due. */
+  private pump(): number | undefined {
+    if (this.scheduler.stopped || this.run.refusal !== undefined) return undefined;
     const { db, config } = this.deps;
     const now = this.now();
     const take = (rows: FileRow[], kind: JobKind, run: (row: FileRow) => Promise<void>) => {
-      for (const row of rows) if (!this.jobs.has(row.id)) this.startJob(row, kind, run);
+      for (const row of rows) if (!this.scheduler.has(row.id)) this.startJob(row, kind, run);
     };
-    const spare = (kind: JobKind, limit: number) => limit - this.running[kind];
+    const spare = (kind: JobKind, limit: number) => this.scheduler.spare(kind, limit);
 
     take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) => this.stabilize(r));
     this.startUploads(now);
@@ -413,14 +337,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
     take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
     const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
-    this.arm(Math.min(db.nextDue(now) ?? Infinity, probe));
+    return Math.min(db.nextDue(now) ?? Infinity, probe);
   }
 
   private startUploads(now: number) {
     const { db, config } = this.deps;
     const limit = config.api.concurrency;
     const starting = (row: FileRow) => {
-      if (this.jobs.has(row.id) || this.running.upload >= limit) return;
+      if (this.scheduler.has(row.id) || this.scheduler.running('upload') >= limit) return;
       // The same bytes, done or on their way: decided now, before any await, so two names of one
       // content never both reach the service.
       const done = row.sha256 ? db.completedWithHash(row.sha256, row.id) : undefined;
@@ -441,61 +365,26 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         this.upload(r).finally(() => r.sha256 && this.uploadingHashes.delete(r.sha256)),
       );
     };
-    for (const paused of db.pausedWatches()) {
-      if (paused.probe_at > now || this.probing.has(paused.path)) continue;
-      const row = db.probeRow(paused.path);
-      if (!row) {
-        db.resumeWatch(paused.path);
-        continue;
-      }
-      this.probing.add(paused.path);
-      db.pauseWatch(
-        paused.path,
-        paused.paused_reason,
-        paused.paused_at,
-        now + config.upload.probe_interval_ms,
-      );
-      starting(row);
-    }
-    if (this.running.upload >= limit) return;
-    for (const row of db.dueForUpload(now, limit - this.running.upload)) starting(row);
+    for (const row of this.run.dueProbes(now)) starting(row);
+    const spare = this.scheduler.spare('upload', limit);
+    if (spare <= 0) return;
+    for (const row of db.dueForUpload(now, spare)) starting(row);
   }
 
+  /** The row's step as a job: leased in the DB while it runs; a failure is logged and retried when due. */
   private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
-    this.running[kind]++;
     this.deps.db.lease(row.id);
-    const job = run(row)
-      .catch((error: unknown) =>
-        this.deps.log.error(
-          { file: row.path, err: describe(error), step: kind },
-          'pipeline step failed; will retry',
-        ),
-      )
-      .finally(() => {
-        this.running[kind]--;
-        this.jobs.delete(row.id);
-        if (!this.stopped) this.deps.db.release(row.id);
-        this.kinds.delete(job);
-        this.wake();
-      });
-    this.jobs.set(row.id, job);
-    this.kinds.set(job, kind);
-  }
-
-  /** One timer, at the earliest time something comes due. */
-  private arm(at: number) {
-    if (at === this.timerAt) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = at;
-    if (!Number.isFinite(at) || this.stopping) return;
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        this.timerAt = Infinity;
-        this.wake();
-      },
-      Math.max(0, at - this.now()),
+    this.scheduler.run(row.id, kind, () =>
+      run(row)
+        .catch((error: unknown) =>
+          this.deps.log.error(
+            { file: row.path, err: describe(error), step: kind },
+            'pipeline step failed; will retry',
+          ),
+        )
+        .finally(() => {
+          if (!this.stopped) this.deps.db.release(row.id);
+        }),
     );
   }
 
@@ -532,7 +421,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const info = await stat(row.path).catch(() => undefined);
     if (!info) return void this.apply(row, { kind: 'file-vanished' });
     const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
-    if (seen.decision.effect.kind !== 'upload' || this.stopping) return;
+    if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return;
     const uploading = this.apply(row, { kind: 'upload-starting' }).row;
     db.flush(); // the attempt is on disk before the request leaves
     try {
@@ -549,16 +438,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       });
       db.flush();
       metrics?.uploads.inc();
-      this.reachable();
-      if (this.probing.delete(row.watch)) {
-        db.resumeWatch(row.watch);
-        log.warn({ folder: row.watch }, 'watch resumed: the service accepted an upload again');
-        this.emit('watch-resumed', row.watch);
-      }
+      this.run.reachable();
+      this.run.uploadAccepted(row.watch);
       log.debug({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
     } catch (error) {
       metrics?.apiErrors.inc({ operation: 'upload_file' });
-      this.probing.delete(row.watch);
+      this.run.uploadFailed(row.watch);
       const after = this.apply(uploading, { kind: 'upload-failed', error });
       if (after.row.state === 'stable' && after.decision.effect.kind === 'none')
         log.warn(

@@ -1,0 +1,132 @@
+/**
+ * What holds for the whole run rather than one file: the API key was refused (the run stops), the
+ * service cannot be reached (files wait), a watch is paused because the service does not know its
+ * template or folder (one upload of it probes now and then). The lifecycle reports these as effects
+ * of a file's step; this unit remembers them, writes them to the state DB and tells subscribers.
+ */
+import type { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { StateDb } from '../store/state.ts';
+import { describe, type Effect, type FileRow } from './lifecycle.ts';
+
+/** The run-level events (part of the pipeline's). */
+export interface RunEvents {
+  'watch-paused': [watch: string, reason: string];
+  'watch-resumed': [watch: string];
+  'service-unreachable': [reason: string];
+  /** The API key was refused: the run must stop (exit 3). */
+  'run-refused': [error: unknown];
+}
+
+export interface RunStateDeps {
+  db: StateDb;
+  log: Logger;
+  now: () => number;
+  /** How long a paused watch waits before one of its files probes the service again. */
+  probeIntervalMs: number;
+  /** Where the run-level events go (the pipeline, which subscribers listen to). */
+  events: Pick<EventEmitter<RunEvents>, 'emit'>;
+}
+
+export class RunState {
+  private readonly deps: RunStateDeps;
+  private refused: unknown;
+  /** Whether the DB says the service is unreachable; only this run writes it, so it is read once. */
+  private unreachableSet: boolean | undefined;
+  /** Paused watches with a probing upload in flight. */
+  private readonly probing = new Set<string>();
+
+  constructor(deps: RunStateDeps) {
+    this.deps = deps;
+  }
+
+  /** The run was refused (API key): the error, else undefined. */
+  get refusal(): unknown {
+    return this.refused;
+  }
+
+  /** Carries out a run-level effect of `row`'s step (`row` undefined: outside any file's step). */
+  apply(effect: Effect, row: FileRow | undefined) {
+    if (effect.kind === 'stop-run') this.refuse(effect.error);
+    else if (effect.kind === 'pause-watch' && row) this.pauseWatch(row.watch, effect.reason);
+    else if (effect.kind === 'service-unreachable') this.unreachable(effect.reason);
+  }
+
+  refuse(error: unknown) {
+    if (this.refused !== undefined) return;
+    this.refused = error;
+    this.deps.log.fatal(
+      { err: describe(error) },
+      'the service refused the API key: stopping; no file was changed',
+    );
+    this.deps.events.emit('run-refused', error);
+  }
+
+  unreachable(reason: string) {
+    if (this.isUnreachable()) return;
+    this.deps.db.markServiceUnreachable(this.deps.now(), reason);
+    this.unreachableSet = true;
+    this.deps.log.error({ reason }, 'the service cannot be reached; files wait and are retried');
+    this.deps.events.emit('service-unreachable', reason);
+  }
+
+  reachable() {
+    if (!this.isUnreachable()) return;
+    this.deps.db.markServiceReachable();
+    this.unreachableSet = false;
+    this.deps.log.info('the service can be reached again');
+  }
+
+  private isUnreachable(): boolean {
+    this.unreachableSet ??= this.deps.db.serviceUnreachable() !== undefined;
+    return this.unreachableSet;
+  }
+
+  private pauseWatch(watch: string, reason: string) {
+    const { db, log } = this.deps;
+    const now = this.deps.now();
+    const retryInMs = this.deps.probeIntervalMs;
+    const already = db.pausedWatches().some((w) => w.path === watch);
+    db.pauseWatch(watch, reason, now, now + retryInMs);
+    if (already) return; // another upload of the same watch found it out at the same time
+    log.error(
+      { folder: watch, reason, retryInMs },
+      'watch paused: the service does not know its template or folder; files stay queued until it is fixed',
+    );
+    this.deps.events.emit('watch-paused', watch, reason);
+  }
+
+  /**
+   * The rows that probe their paused watch now (one per watch whose probe is due and not already
+   * running); a paused watch with nothing left to send is resumed.
+   */
+  dueProbes(now: number): FileRow[] {
+    const { db } = this.deps;
+    const rows: FileRow[] = [];
+    for (const paused of db.pausedWatches()) {
+      if (paused.probe_at > now || this.probing.has(paused.path)) continue;
+      const row = db.probeRow(paused.path);
+      if (!row) {
+        db.resumeWatch(paused.path);
+        continue;
+      }
+      this.probing.add(paused.path);
+      db.pauseWatch(paused.path, paused.paused_reason, paused.paused_at, now + this.deps.probeIntervalMs);
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /** An upload of `watch` was accepted: a paused watch it probed for resumes. */
+  uploadAccepted(watch: string) {
+    if (!this.probing.delete(watch)) return;
+    this.deps.db.resumeWatch(watch);
+    this.deps.log.warn({ folder: watch }, 'watch resumed: the service accepted an upload again');
+    this.deps.events.emit('watch-resumed', watch);
+  }
+
+  /** An upload of `watch` failed: its probe, if it was one, is over (the lifecycle says what follows). */
+  uploadFailed(watch: string) {
+    this.probing.delete(watch);
+  }
+}
