@@ -279,9 +279,30 @@ function requireWatchedFolders(config: Config) {
 async function keyFirst(config: Config, client: DocexClient): Promise<StartOptions> {
   const baseUrl = baseUrlFrom(config, process.env);
   const key = await checkKey(client, baseUrl);
-  if (key.ok) return {};
-  if (key.exitCode === EXIT.auth) throw new KeyRefusedError(key.problem);
+  if (key.ok) return { keyAccepted: true };
+  if (key.exitCode === EXIT.auth) {
+    recordKeyRefusal(config, key.problem);
+    throw new KeyRefusedError(key.problem);
+  }
   return { keyUnchecked: { reason: key.problem, check: () => checkKey(client, baseUrl) } };
+}
+
+/**
+ * The refusal goes into the state DB (made if there is none yet), so `status` says it after this
+ * run exits 3 - unless another daemon holds the DB: that one runs with its own key, and a refusal
+ * of this one's must not make it look broken. Nothing else happens: no file is looked at.
+ */
+function recordKeyRefusal(config: Config, message: string) {
+  let db: StateDb | undefined;
+  try {
+    db = new StateDb(config.state_db);
+    db.lockExclusive(Date.now());
+    db.markKeyRefused(Date.now(), message);
+  } catch {
+    // Held by a running daemon, or not usable: the message on stderr is the record then.
+  } finally {
+    db?.close();
+  }
 }
 
 /**
@@ -326,6 +347,7 @@ async function runUntilStopped(
             { config: configFile, err: (error as Error).message },
             'SIGHUP: the API key is refused; stopping',
           );
+          daemon.db.markKeyRefused(Date.now(), (error as Error).message);
           await daemon.stop();
           throw error;
         }

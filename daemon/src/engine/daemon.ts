@@ -44,6 +44,8 @@ export interface StartOptions {
    * stops the run (exit 3) as at start.
    */
   keyUnchecked?: { reason: string; check: () => Promise<KeyCheck> };
+  /** The start's key check passed: a refusal an earlier run recorded is cleared. */
+  keyAccepted?: boolean;
   /** How soon mailboxes log in again (tests lengthen the backoff to show a changed token file cuts it short). */
   mailboxRetry?: Partial<MailboxRetry>;
 }
@@ -63,6 +65,7 @@ export async function startDaemon(
     throw error;
   }
   db.abandonRunningReruns(Date.now());
+  if (options.keyAccepted) db.clearKeyRefusal();
   const metrics = createMetrics(db, { processMetrics: config.http !== undefined });
   const results = new ResultWriter(client, { log });
   const notify = createNotifier(config, log);
@@ -75,8 +78,12 @@ export async function startDaemon(
       config.notify?.webhooks.some((w) => w.events.includes('result_written')),
     );
   const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
+  // Recorded at once, so status, the page and /healthz say it while the run stops, and after.
+  pipeline.once('run-refused', (error) => db.markKeyRefused(Date.now(), (error as Error).message));
   pipeline.recover();
-  const keyCheck = options.keyUnchecked && checkKeyUntilAnswered(pipeline, config, log, options.keyUnchecked);
+  const keyCheck =
+    options.keyUnchecked &&
+    checkKeyUntilAnswered(pipeline, config, log, options.keyUnchecked, () => db.clearKeyRefusal());
   let temps = 0;
   for (const w of config.watch) {
     // Never the watched folder itself: a missing one is a share not mounted, not something to create.
@@ -134,11 +141,9 @@ export async function startDaemon(
       ),
     );
   }
-  let keyRefused = false;
-  pipeline.once('run-refused', () => (keyRefused = true));
   const summaries = startSummaries(pipeline, db, log);
   const http = config.http
-    ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake(), keyRefused: () => keyRefused })
+    ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake() })
     : undefined;
   log.info(
     {
@@ -179,6 +184,7 @@ function checkKeyUntilAnswered(
   config: Config,
   log: Logger,
   unchecked: NonNullable<StartOptions['keyUnchecked']>,
+  accepted: () => void,
 ) {
   pipeline.serviceUnreachable(`the API key could not be checked: ${unchecked.reason}`);
   let timer: NodeJS.Timeout | undefined;
@@ -191,6 +197,7 @@ function checkKeyUntilAnswered(
           if (stopped) return;
           if (key.ok) {
             log.info('the API key is accepted');
+            accepted();
             pipeline.reachable();
           } else if (key.exitCode === EXIT.auth) pipeline.refuse(new KeyRefusedError(key.problem));
           else {

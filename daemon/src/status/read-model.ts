@@ -89,8 +89,17 @@ export interface StatusSource {
   db: StateDb;
   config: Config;
   now?: () => number;
-  /** Set when the service refused the API key (the run stops). */
-  keyRefused?: () => boolean;
+}
+
+/**
+ * Kept in the state DB by the run that met it, so `status` says it after that run exited 3, until
+ * the key check of a later run passes.
+ */
+function keyRefusalReason(refusal: { at: number; message: string }) {
+  const what = refusal.message.includes('DOCEX_API_KEY')
+    ? refusal.message
+    : `${refusal.message}; set DOCEX_API_KEY (or api.api_key_file) to a key this service accepts`;
+  return `the service refused the API key (${iso(refusal.at)}) and docex-sync run stopped (exit 3): ${what}, then start docex-sync run again (its key check clears this)`;
 }
 
 export function healthOf(source: StatusSource): Health {
@@ -98,10 +107,8 @@ export function healthOf(source: StatusSource): Health {
   const now = (source.now ?? Date.now)();
   const failing: string[] = [];
   const attention: string[] = [];
-  if (source.keyRefused?.())
-    failing.push(
-      'the service refused the API key: set DOCEX_API_KEY (or api.api_key_file) to a key it accepts',
-    );
+  const refusal = db.keyRefusal();
+  if (refusal) failing.push(keyRefusalReason(refusal));
   const down = db.serviceUnreachable();
   const limit = config.http?.unhealthy_after_ms ?? 300_000;
   if (down) {
@@ -223,7 +230,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       reachable: !down,
       since: iso(down?.since),
       reason: down?.reason ?? null,
-      key_refused: source.keyRefused?.() ?? false,
+      key_refused: db.keyRefusal() !== undefined,
     },
     reruns: reruns.map((r) => ({
       name: r.name,

@@ -22,6 +22,8 @@ export const KV = {
   holder: 'daemon.holder',
   /** `{since, reason}` while the service cannot be reached. */
   unreachable: 'service.unreachable',
+  /** `{at, message}` after the service refused the API key (the run stopped, exit 3), until a run's key check passes. */
+  keyRefused: 'api.key_refused',
   /** The last pulls, newest first (JSON PullRecord[]). */
   pullHistory: 'pull.history',
   /** The pull's cursor (ms) and the fingerprints of documents seen in its overlap. */
@@ -576,6 +578,24 @@ export class StateDb {
   }
   markServiceReachable() {
     this.deleteValue(KV.unreachable);
+  }
+
+  /** When and why the service last refused the API key, if no run's key check has passed since. */
+  keyRefusal(): { at: number; message: string } | undefined {
+    const value = this.getValue(KV.keyRefused);
+    if (!value) return undefined;
+    try {
+      const parsed = JSON.parse(value) as { at: number; message: string };
+      return { at: Number(parsed.at), message: String(parsed.message) };
+    } catch {
+      return { at: 0, message: value };
+    }
+  }
+  markKeyRefused(at: number, message: string) {
+    this.setValue(KV.keyRefused, JSON.stringify({ at, message }));
+  }
+  clearKeyRefusal() {
+    this.deleteValue(KV.keyRefused);
   }
 
   /** Keeps the last `keep` pulls, newest first. */

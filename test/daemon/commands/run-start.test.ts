@@ -1,12 +1,15 @@
 /**
- * `run` checks the API key before anything else: refused -> exit 3 with check's message, no DB
- * opened, no watcher; unreachable -> it starts, says so, and checks again until the service answers.
+ * `run` checks the API key before anything else: refused -> exit 3 with check's message, no watcher,
+ * no file looked at, the refusal recorded in the state DB for `status` (until a later run's key
+ * check passes); unreachable -> it starts, says so, and checks again until the service answers.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { invoice, makeWorld, runCli, SECRET, stopCliChildren, until, type World } from '../helpers.ts';
+
+/** The time a refusal was recorded, as status prints it, made fixed for comparing. */
+const untimed = (text: string) => text.replace(/\(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)/g, '(TIME)');
 
 let world: World | undefined;
 afterEach(async () => {
@@ -16,7 +19,7 @@ afterEach(async () => {
 });
 
 describe('run checks the API key first', () => {
-  it('a refused key: exit 3 with the message check gives, before a DB, a watcher or a scan', async () => {
+  it('a refused key: exit 3 with the message check gives, before a watcher or a scan; status says it until a run passes the key check', async () => {
     world = await makeWorld();
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1'));
     const run = runCli(['run', '--config', world.configFile], { DOCEX_API_KEY: 'refused-key' });
@@ -35,10 +38,43 @@ describe('run checks the API key first', () => {
     console.info(`printed: ${run.output().trim().split('\n').at(-1)}`);
     expect(run.output()).not.toContain('docex-sync running');
     expect(run.output()).not.toContain('start-up scan');
-    expect(existsSync(world.config().state_db)).toBe(false); // nothing opened, nothing recorded
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['a.txt']);
     expect(world.emulator.stats().requestsByOperation.upload_file ?? 0).toBe(0);
-  }, 60_000);
+
+    // The refusal is in the state DB (no file is): `status` after the exit 3 says it, failing.
+    const status = runCli(['status', '--config', world.configFile]);
+    expect(await status.exited).toBe(6);
+    const refusal = `the service refused the API key (TIME) and docex-sync run stopped (exit 3): ${message('run', run.output())!.replace(`${world.configFile}: `, '')}, then start docex-sync run again (its key check clears this)`;
+    expect(untimed(status.output())).toMatch(`Failing:\n  ${refusal}\nFiles: 0\n`);
+    console.info(`status printed:\n${status.output().split('\n').slice(0, 2).join('\n')}`);
+    const json = runCli(['status', '--config', world.configFile, '--json']);
+    expect(await json.exited).toBe(6);
+    expect(JSON.parse(json.stdout())).toMatchObject({
+      health: { level: 'failing', ok: false },
+      service: { key_refused: true },
+    });
+    expect(JSON.parse(json.stdout()).health.reasons.map(untimed)).toEqual([refusal]);
+    expect(status.output() + json.output()).not.toContain('refused-key');
+
+    // A run whose key check passes clears it; a refused run beside it does not mark the running one's DB.
+    const good = runCli(['run', '--config', world.configFile]);
+    await until('running', () => good.output().includes('docex-sync running'), 30_000);
+    const beside = runCli(['run', '--config', world.configFile], { DOCEX_API_KEY: 'refused-key' });
+    expect(await beside.exited).toBe(3);
+    await until(
+      'a.txt archived',
+      async () => (await readdir(join(world!.dir, 'processed'))).includes('a.txt'),
+      30_000,
+    );
+    const cleared = runCli(['status', '--config', world.configFile, '--json']);
+    expect(await cleared.exited).toBe(0);
+    expect(JSON.parse(cleared.stdout())).toMatchObject({
+      health: { level: 'healthy', reasons: [] },
+      service: { key_refused: false },
+    });
+    good.child.kill('SIGTERM');
+    expect(await good.exited).toBe(0);
+  }, 120_000);
 
   it('an unreachable service: it starts, says the service cannot be reached, and checks again until it answers', async () => {
     world = await makeWorld();
@@ -77,6 +113,9 @@ describe('run checks the API key first', () => {
       `docex-sync run: ${world.configFile}: API key: refused by ${world.emulator.url} (check_api_key: HTTP 401`,
     );
     expect(run.output()).not.toContain('config reloaded');
+    const status = runCli(['status', '--config', world.configFile]);
+    expect(await status.exited).toBe(6);
+    expect(status.output()).toContain('Failing:\n  the service refused the API key (');
   }, 60_000);
 
   it('unreachable at start, then the key is refused when the service answers: exit 3', async () => {

@@ -417,7 +417,11 @@ describe('/healthz that means it', () => {
       expect(answer.json()).toMatchObject({
         status: 'unhealthy',
         level: 'failing',
-        reasons: [expect.stringMatching(/^the service refused the API key: set DOCEX_API_KEY/)],
+        reasons: [
+          expect.stringMatching(
+            /^the service refused the API key \(.+\) and docex-sync run stopped \(exit 3\): .*set DOCEX_API_KEY/,
+          ),
+        ],
       });
       const status = (await call(portOf(daemon), '/api/status')).json() as StatusSnapshot;
       expect(status.service.key_refused).toBe(true);
