@@ -49,7 +49,14 @@ import {
 export interface ClientOptions {
   transport: Transport;
   sleep: Sleep;
+  /** Wall-clock time in ms (Date.now): reads the server's dates (an HTTP-date Retry-After). */
   now?: () => number;
+  /**
+   * A steady clock in ms for durations (429 cool-downs, task waits and their deadlines): one that a
+   * wall-clock step (NTP, a VM resumed, a manual change) does not move, e.g. performance.now.
+   * Default: `now`.
+   */
+  elapsed?: () => number;
   random?: () => number;
   logger?: Logger;
   retry?: Partial<RetryPolicy>;
@@ -166,6 +173,7 @@ class DocexClientBase {
   readonly options: ClientOptions;
   readonly retryPolicy: RetryPolicy;
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly random: () => number;
   private readonly redact: (s: string) => string;
   /**
@@ -180,6 +188,7 @@ class DocexClientBase {
     this.options = options;
     this.retryPolicy = { ...DEFAULT_RETRY, ...options.retry };
     this.now = options.now ?? Date.now;
+    this.elapsed = options.elapsed ?? this.now;
     this.random = options.random ?? Math.random;
     this.redact = options.redact ?? ((s) => s);
   }
@@ -199,10 +208,10 @@ class DocexClientBase {
     let mayHaveActed = false;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(options.signal, name);
-      const coolDown = this.rateLimitedUntil - this.now();
+      const coolDown = this.rateLimitedUntil - this.elapsed();
       if (attempt === 0 && coolDown > 0)
         await sleepUnlessAborted(this.options.sleep, coolDown, options.signal, name);
-      const started = this.now();
+      const started = this.elapsed();
       let error: DocexError;
       let notSent = false;
       try {
@@ -212,7 +221,7 @@ class DocexClientBase {
           timeoutMs: options.timeoutMs ?? this.options.timeoutMs ?? 60_000,
         });
         log?.debug(
-          { operation: name, status: response.status, attempt, ms: this.now() - started },
+          { operation: name, status: response.status, attempt, ms: this.elapsed() - started },
           'docex request',
         );
         if (response.status !== 429) this.rateLimitStreak = 0;
@@ -250,10 +259,10 @@ class DocexClientBase {
 
   private coolDown(policy: RetryPolicy, serverWait: number | undefined) {
     // Requests sent before the wait began answer 429 too: one round of them escalates once.
-    if (this.now() < this.rateLimitedUntil) return;
+    if (this.elapsed() < this.rateLimitedUntil) return;
     const wait = retryDelayMs(this.rateLimitStreak++, policy, this.random, serverWait);
     // A wait above the cap goes to the caller as an error; it does not freeze every other call.
-    if (wait !== undefined) this.rateLimitedUntil = Math.max(this.rateLimitedUntil, this.now() + wait);
+    if (wait !== undefined) this.rateLimitedUntil = Math.max(this.rateLimitedUntil, this.elapsed() + wait);
   }
 
   /** Polls fetch_tasks_results until DONE, FAILED or DUPLICATE (and the same for child tasks). */
@@ -264,7 +273,7 @@ class DocexClientBase {
         fetchResult: (task_id, signal) =>
           this.call('fetch_tasks_results', { task_id }, { signal }) as Promise<TaskResult>,
         sleep: this.options.sleep,
-        now: this.now,
+        now: this.elapsed,
         logger: this.options.logger,
       },
       options,
@@ -283,12 +292,12 @@ class DocexClientBase {
       timeoutMs: requestTimeoutMs,
     })) as UploadResult;
     // One deadline for all the tasks of the upload, not timeoutMs for each.
-    const deadline = this.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
+    const deadline = this.elapsed() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
     const tasks: WaitResult[] = [];
     for (const taskId of upload.task_ids) {
       const result = await this.waitForTask(taskId, {
         ...options,
-        timeoutMs: Math.max(0, deadline - this.now()),
+        timeoutMs: Math.max(0, deadline - this.elapsed()),
       });
       tasks.push(...(result.children?.length ? result.children : [result]));
     }

@@ -56,6 +56,8 @@ export function createNodeClient(options: NodeClientOptions): DocexClient & { tr
   const clientOptions: ClientOptions = {
     transport,
     sleep: nodeSleep,
+    // Cool-downs and task deadlines are durations: a wall-clock step must not stretch or cut them.
+    elapsed: () => performance.now(),
     logger: options.logger,
     retry: options.retry,
     timeoutMs: options.timeoutMs,
