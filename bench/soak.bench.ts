@@ -12,7 +12,7 @@
  *
  *   DOCEX_BENCH_SOAK_MIN=10 npm run bench soak
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -59,7 +59,8 @@ async function child(configFile: string) {
   });
   const client = createNodeClient({ baseUrl: config.api.base_url!, apiKey: KEY, logger: log });
   const running = await startDaemon(config, client, log);
-  const send = (m: FromChild) => process.send!(m);
+  // After the parent is gone (it stopped early), a sample has nowhere to go.
+  const send = (m: FromChild) => void (process.connected && process.send!(m));
   const sample = () => {
     const memory = process.memoryUsage();
     const counts = running.db.counts();
@@ -131,6 +132,8 @@ export default async function soakBench(): Promise<BenchRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'docex-soak-'));
   const { emulator, templateId } = await setUpService();
   const snapshots = process.env.DOCEX_BENCH_SOAK_SNAPSHOTS;
+  let sync: ChildProcess | undefined;
+  let exited: Promise<number | null> | undefined;
   try {
     for (const d of ['inbox', 'staging']) await mkdir(join(dir, d));
     const configFile = join(dir, 'docex-sync.yaml');
@@ -154,23 +157,26 @@ export default async function soakBench(): Promise<BenchRow[]> {
     // Light faults: 2 % errors (5xx and 429), 0.5 % connections dropped without an answer.
     emulator.faults.set({ errorRate: 0.02, statuses: [500, 502, 503, 429], dropRate: 0.005 });
 
-    const sync = fork(fileURLToPath(import.meta.url), [], {
+    const daemonProcess = fork(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, DOCEX_BENCH_SOAK_CONFIG: configFile },
       cwd: dir,
       execArgv: [],
     });
-    const exited = new Promise<number | null>((r) => sync.once('exit', r));
+    sync = daemonProcess;
+    exited = new Promise<number | null>((r) => daemonProcess.once('exit', r));
     const samples: Sample[] = [];
     let started = performance.now();
     const elapsed = () => (performance.now() - started) / 1000;
     const snapshotsWritten: string[] = [];
-    sync.on('message', (m: FromChild) => {
+    daemonProcess.on('message', (m: FromChild) => {
       if (m.kind === 'sample') samples.push({ t: elapsed(), ...m.sample });
       else snapshotsWritten.push(m.file);
     });
     await new Promise<void>((resolve, reject) => {
-      sync.once('message', () => resolve());
-      sync.once('exit', (code) => reject(new Error(`docex-sync exited with ${code} before it started`)));
+      daemonProcess.once('message', () => resolve());
+      daemonProcess.once('exit', (code) =>
+        reject(new Error(`docex-sync exited with ${code} before it started`)),
+      );
     });
 
     started = performance.now();
@@ -194,7 +200,10 @@ export default async function soakBench(): Promise<BenchRow[]> {
       if (!warmedUp && elapsed() >= WARMUP_MIN * 60) {
         warmedUp = true;
         if (snapshots)
-          sync.send({ kind: 'snapshot', name: join(snapshots, `soak-warm-${Date.now()}.heapsnapshot`) });
+          daemonProcess.send({
+            kind: 'snapshot',
+            name: join(snapshots, `soak-warm-${Date.now()}.heapsnapshot`),
+          });
       }
       if (elapsed() - lastReport.at >= 60) {
         lastReport.at = elapsed();
@@ -208,7 +217,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
     }
     const dropEnd = elapsed();
     if (snapshots) {
-      sync.send({ kind: 'snapshot', name: join(snapshots, `soak-end-${Date.now()}.heapsnapshot`) });
+      daemonProcess.send({ kind: 'snapshot', name: join(snapshots, `soak-end-${Date.now()}.heapsnapshot`) });
       while (snapshotsWritten.length < 2) await delay(500);
     }
     // Drain: every dropped file archived or failed (faults end in retries, not in lost files).
@@ -221,7 +230,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
         );
       await delay(1000);
     }
-    sync.send({ kind: 'stop' });
+    daemonProcess.send({ kind: 'stop' });
     await exited;
 
     const measured = samples.filter((s) => s.t >= WARMUP_MIN * 60 && s.t <= dropEnd);
@@ -258,6 +267,12 @@ export default async function soakBench(): Promise<BenchRow[]> {
       { measure: 'samples in the slope', value: measured.length, unit: `(every ${SAMPLE_S} s)` },
     ];
   } finally {
+    // A bench that stops early (a drain that never ends) stops its docex-sync before removing the
+    // folders it writes to.
+    if (sync && sync.exitCode === null && sync.signalCode === null) {
+      sync.kill('SIGKILL');
+      await exited;
+    }
     await emulator.stop();
     await rm(dir, { recursive: true, force: true });
   }
