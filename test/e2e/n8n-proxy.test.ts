@@ -16,8 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
+import { manualStart, outputOf, templateById } from './workflows.ts';
 import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
-import { freePort, n8nReady, startN8n, until, type Service } from './services.ts';
+import { freePort, n8nReady, setUpOwner, startN8n, until, type Service } from './services.ts';
 import {
   ensureHosts,
   makePki,
@@ -32,7 +33,6 @@ import { templateWithField } from '../support/templates.ts';
 const PROXIED_HOST = 'docex-behind-proxy.test';
 const PROXY_USER = 'n8nbuilder';
 const PROXY_PASSWORD = 'n8n-pr0xy-s3cret';
-const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
 
 let dir: string;
 let pki: Pki;
@@ -86,16 +86,7 @@ beforeAll(async () => {
     npm_config_no_proxy: '',
   });
   await n8nReady(server);
-  const owner = await fetch(`${server.url}/rest/owner/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(OWNER),
-  });
-  expect(owner.status, await owner.clone().text()).toBe(200);
-  cookie = owner.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  cookie = await setUpOwner(server.url);
 });
 
 afterAll(async () => {
@@ -107,7 +98,7 @@ afterAll(async () => {
 
 const WORKFLOW_ID = 'wfproxy00000001';
 const TRIGGER = 'When a Document Is Extracted';
-const templateLocator = () => ({ __rl: true, mode: 'id', value: String(templateId) });
+const templateLocator = () => templateById(templateId);
 const docex = (name: string, position: number, parameters: Record<string, unknown>, extra = {}) => ({
   parameters,
   id: name.toLowerCase().replace(/\W/g, '-'),
@@ -125,14 +116,7 @@ const WORKFLOW = () => ({
   name: WORKFLOW_ID,
   active: false,
   nodes: [
-    {
-      parameters: {},
-      id: 'start',
-      name: 'Start',
-      type: 'n8n-nodes-base.manualTrigger',
-      typeVersion: 1,
-      position: [0, 0],
-    },
+    manualStart,
     {
       parameters: { fileSelector: join(n8n.home, 'files', 'proxy-*.txt'), options: {} },
       id: 'read',
@@ -221,10 +205,7 @@ async function runInEditor(body: Record<string, unknown>): Promise<Execution> {
   );
 }
 
-const out = (execution: Execution, node: string) => {
-  expect(execution.runData[node], `node ${node} ran`).toBeDefined();
-  return execution.runData[node]![0]!.data!.main[0]!.map((i) => i.json);
-};
+const out = (execution: Execution, node: string) => outputOf(execution.runData, node).map((i) => i.json);
 
 describe('n8n behind a proxy with basic auth, trusting a private CA', () => {
   it('cannot reach the service but through the proxy: its name resolves for the proxy only', async () => {

@@ -121,6 +121,24 @@ export async function n8nReady(server: Service & { url: string; startedAt: numbe
   return performance.now() - server.startedAt;
 }
 
+/** The owner a test sets up in a fresh n8n (POST /rest/owner/setup), and signs in as in the editor. */
+export const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
+
+/** Sets up OWNER in the fresh n8n at `url`; returns the session cookie for its REST API. */
+export async function setUpOwner(url: string): Promise<string> {
+  const owner = await fetch(`${url}/rest/owner/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(OWNER),
+  });
+  if (owner.status !== 200)
+    throw new Error(`n8n's owner set-up answered ${owner.status}: ${await owner.text()}`);
+  return owner.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
 export async function startRedis(): Promise<Service & { port: number }> {
   ensureDebianPackage('redis-server', () => onPath('redis-server'));
   const port = await freePort();
