@@ -28,6 +28,7 @@ import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
 import { StateDb } from '../store/state.ts';
 import { retryFailed } from './retry.ts';
+import { approveReviewed } from './approve.ts';
 import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -104,6 +105,53 @@ async function retry(config: Config, patterns: string[], all: boolean) {
   }
 }
 
+/** Documents waiting for review, named by name, path or pattern (or all), approved. */
+function approve(config: Config, patterns: string[], all: boolean) {
+  if (!all && patterns.length === 0)
+    throw new UsageError('name the files to approve (names, paths or patterns), or give --all');
+  if (!existsSync(config.state_db)) {
+    out('0 file(s) approved: there is no state DB yet.');
+    return;
+  }
+  const matchers = patterns.map((p) => globMatcher(p));
+  const named = (path: string, rel: string) =>
+    patterns.includes(path) || matchers.some((m) => m(rel.split(sep).join('/')) || m(basename(path)));
+  const db = new StateDb(config.state_db);
+  try {
+    const ids = all
+      ? 'all'
+      : db
+          .inReview(1_000_000)
+          .filter(
+            (r) =>
+              named(r.path, r.rel) ||
+              (r.review_path !== null && named(r.review_path, basename(r.review_path))),
+          )
+          .map((r) => r.id);
+    const { approved, skipped } = approveReviewed({ db, config }, ids);
+    for (const s of skipped)
+      process.stderr.write(
+        `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
+      );
+    if (ids !== 'all' && ids.length === 0)
+      process.stderr.write(
+        `docex-sync approve: no file waiting for review matches ${patterns.join(', ')} (docex-sync status lists them)\n`,
+      );
+    const running = approved.length > 0 && db.daemonRunning();
+    out(
+      `${approved.length} file(s) approved${
+        approved.length === 0
+          ? '.'
+          : running
+            ? ': the running docex-sync moves them to the processed and output folders now.'
+            : ': docex-sync is not running; it moves them to the processed and output folders when it next starts.'
+      }`,
+    );
+  } finally {
+    db.close();
+  }
+}
+
 class UsageError extends ConfigError {}
 
 /** YYYY-MM-DD and a real calendar day, checked before any call; the message names the flag. */
@@ -169,6 +217,10 @@ export async function execute(
     }
     if (command === 'retry') {
       await retry(config, positionals, values.all);
+      return EXIT.ok;
+    }
+    if (command === 'approve') {
+      approve(config, positionals, values.all);
       return EXIT.ok;
     }
     if (command === 'check') {

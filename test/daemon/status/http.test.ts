@@ -319,6 +319,22 @@ describe('the status page and its API', () => {
         },
       ],
       held: { total: 1, files: [{ id: 2, file: evil, watch: evil, reason: evil }] },
+      review: {
+        total: 1,
+        files: [
+          {
+            id: 3,
+            file: evil,
+            watch: evil,
+            route: evil,
+            original: evil,
+            document_id: 1,
+            reasons: [evil],
+            rules: [{ rule: 'minConfidence', field: evil, value: evil }],
+            since: '2026-01-01T00:00:00.000Z',
+          },
+        ],
+      },
       failed: {
         total: 1,
         files: [
@@ -369,7 +385,7 @@ describe('the status page and its API', () => {
     };
     const html = renderMain(snapshot);
     expect(html).not.toContain('<img');
-    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(16);
+    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(20);
   });
 });
 
