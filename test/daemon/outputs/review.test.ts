@@ -289,3 +289,81 @@ describe('the review queue', () => {
     },
   );
 });
+
+describe('the review queue with names from the data and hostile data', () => {
+  it(
+    'archive_name names the original in review_dir and, once approved, in processed alike',
+    { timeout: 90_000 },
+    async () => {
+      world = await reviewWorld({});
+      await writeFile(
+        world.configFile,
+        (await readFile(world.configFile, 'utf8')).replace(
+          '    review_dir: ./review\n',
+          '    review_dir: ./review\n    archive_name: "{field:Invoice number}{ext}"\n',
+        ),
+      );
+      await writeFile(join(world.dir, 'inbox', 'scan-0001.txt'), 'Invoice number: R-77\nWidget | 4,00\n');
+      const daemon = await world.start();
+      await until('held', () => daemon.db.counts().review === 1);
+      expect(await tree(join(world.dir, 'review'))).toContain('R-77.txt');
+      approveReviewed({ db: daemon.db, config: world.config(), wake: () => daemon.pipeline.wake() }, 'all');
+      await until('archived', () => daemon.db.counts().archived === 1);
+      expect(await tree(join(world.dir, 'processed'))).toEqual(['R-77.txt']);
+    },
+  );
+
+  it(
+    'hostile field names and values are cleaned in review.json and the CSV, and nothing is written outside review_dir',
+    { timeout: 90_000 },
+    async () => {
+      world = await reviewWorld();
+      const base = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+      const evilName = '=HYPERLINK("http://evil.example")\n../../../etc/passwd\u202e';
+      const fetchDocumentData: DocexClient['fetchDocumentData'] = async (args) => {
+        const data = await base.fetchDocumentData(args);
+        return {
+          ...data,
+          General_fields: {
+            [evilName]: { value: '../../outside\u0000\r\n=1+1', confidence: 0.05 },
+            '': { value: 'x'.repeat(5000), confidence: 0.01 },
+          },
+          General_fields_list: [],
+        } as DocumentData;
+      };
+      const client = new Proxy(base, {
+        get: (target, key) => {
+          if (key === 'fetchDocumentData') return fetchDocumentData;
+          const value: unknown = Reflect.get(target, key, target);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      await writeFile(join(world.dir, 'inbox', 'evil.txt'), 'Invoice number: E-1\n');
+      const daemon = await world.start({ client });
+      await until('held', () => daemon.db.counts().review === 1);
+      const review = join(world.dir, 'review');
+      const files = await tree(review);
+      const jsonName = files.find((f) => f.endsWith('.review.json'))!;
+      const text = await readFile(join(review, jsonName), 'utf8');
+      const json = JSON.parse(text) as ReviewJson;
+      for (const r of json.rules) {
+        expect(r.field).not.toMatch(/[\u0000-\u001f\u202e]/);
+        expect(String(r.value)).not.toMatch(/[\u0000-\u001f]/);
+        expect(r.message.length).toBeLessThanOrEqual(600);
+      }
+      expect(json.rules[0]!.field).toBe('=HYPERLINK("http://evil.example") ../../../etc/passwd ');
+      expect(String(json.rules[1]!.value)).toHaveLength(300);
+      const csvName = files.find((f) => f.startsWith('review-'))!;
+      const [, row] = parseCsv(await readFile(join(review, csvName), 'utf8'), ',');
+      // A spreadsheet does not run it as a formula: the cell starts with a quote.
+      expect(row![10]!.startsWith("'=HYPERLINK")).toBe(true);
+      // Everything written is inside review_dir (plus the watch's own folders): nothing beside the world's folders.
+      expect(
+        (await tree(world.dir)).filter(
+          (f) => !/^(review|state|inbox|results|processed|failed)\//.test(f) && f !== 'docex-sync.yaml',
+        ),
+      ).toEqual([]);
+      expect(files.every((f) => !f.includes('..'))).toBe(true);
+    },
+  );
+});
