@@ -5,24 +5,15 @@
  * (outputs/review.ts, release). Only the DB changes here, so a page, a shell and the daemon never
  * move the same files at once; a daemon that is not running moves them when it next starts.
  */
-import type { Config } from '../common/config.ts';
 import { decide } from '../engine/lifecycle.ts';
-import type { StateDb } from '../store/state.ts';
-
-export interface ApproveDeps {
-  db: StateDb;
-  config: Config;
-  /** Told when rows changed (the pipeline's scheduler has no tick). */
-  wake?: () => void;
-  now?: () => number;
-}
+import { policyOf, type RetryDeps } from './retry.ts';
 
 export interface ApproveOutcome {
   approved: number[];
   skipped: Array<{ id: number; reason: string }>;
 }
 
-export function approveReviewed(deps: ApproveDeps, which: number[] | 'all'): ApproveOutcome {
+export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): ApproveOutcome {
   const { db, config } = deps;
   const now = (deps.now ?? Date.now)();
   db.flush();
@@ -45,12 +36,7 @@ export function approveReviewed(deps: ApproveDeps, which: number[] | 'all'): App
       outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
       continue;
     }
-    const { changes } = decide(row, { kind: 'approve-requested' }, now, {
-      stable_ms: watch.stable_ms,
-      poll: config.poll,
-      upload: config.upload,
-      random: Math.random,
-    });
+    const { changes } = decide(row, { kind: 'approve-requested' }, now, policyOf(config, watch));
     db.update(row.id, changes!, now);
     outcome.approved.push(row.id);
   }

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { approveReviewed } from '../../../daemon/src/commands/approve.ts';
-import { parseCsv } from '../../../daemon/src/outputs/results.ts';
+import { DAILY_COLUMNS, parseCsv } from '../../../daemon/src/outputs/results.ts';
 import type { ReviewJson } from '../../../daemon/src/outputs/review.ts';
 import { healthOf, statusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { SECRET, until, type World } from '../helpers.ts';
@@ -142,19 +142,7 @@ describe('the review queue', () => {
         // The day's review CSV: one row per held document, with its rules and reasons.
         const csvName = inReview.find((f) => /^review-\d{4}-\d{2}-\d{2}\.csv$/.test(f))!;
         const [header, ...rows] = parseCsv(await readFile(join(review, csvName), 'utf8'), ',');
-        expect(header).toEqual([
-          'document_id',
-          'source_file',
-          'document_name',
-          'archived_to',
-          'outcome',
-          'written_at',
-          'fraud_verdict',
-          'fraud_score',
-          'route',
-          'rules',
-          'reasons',
-        ]);
+        expect(header).toEqual([...DAILY_COLUMNS, 'route', 'rules', 'reasons']);
         expect(rows).toHaveLength(5);
         const rowOf = (name: string) => rows.find((r) => r[1] === join(inbox, name))!;
         expect(rowOf('low.txt').slice(8)).toEqual([

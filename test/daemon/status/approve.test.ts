@@ -4,13 +4,13 @@
  * (`docex-sync approve` beside a running daemon, and with none running).
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { calibrate, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
 import { reviewWorld, tree } from '../review-helpers.ts';
+import { call } from '../../support/http-call.ts';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -19,26 +19,6 @@ afterEach(async () => {
   world = undefined;
 });
 await calibrate();
-
-/** node:http, not fetch: fetch will not send a Host header of our choosing. */
-function call(
-  port: number,
-  path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; text: string; json: () => unknown }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: options.headers },
-      (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => resolve({ status: res.statusCode!, text, json: () => JSON.parse(text) }));
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
 
 const TOKEN = 'tok-approve-0123456789';
 const portOf = (daemon: RunningDaemon) => (daemon.http!.address() as AddressInfo).port;
