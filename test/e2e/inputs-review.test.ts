@@ -129,7 +129,7 @@ describe('the second round in a real n8n 2.40.7', () => {
         customer: 'ACME',
         document_name: 'url-2.txt',
         review_reasons: [
-          { rule: 'requiredFields', field: 'Invoice number', message: 'Invoice number is empty' },
+          { rule: 'requiredFields', field: 'Invoice number', value: '', message: 'Invoice number is empty' },
         ],
       }),
     ]);

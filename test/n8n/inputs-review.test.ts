@@ -273,7 +273,14 @@ describe('Confidence and review', () => {
     expect(done![0]!.json).not.toHaveProperty('review_reasons');
     expect(json(review!).map((j) => j.document_name)).toEqual(['r2.txt']);
     expect(review![0]!.json.review_reasons).toEqual([
-      { rule: 'minConfidence', field: 'PO number', message: 'PO number: confidence 0.1 is below 0.8' },
+      {
+        rule: 'minConfidence',
+        field: 'PO number',
+        value: '',
+        found: 0.1,
+        threshold: 0.8,
+        message: 'PO number: confidence 0.1 is below 0.8',
+      },
     ]);
     expect(review![0]!.pairedItem).toEqual({ item: 1 });
   });
@@ -294,7 +301,7 @@ describe('Confidence and review', () => {
     expect(done).toEqual([]);
     expect(review![0]!.json.review_reasons).toEqual([
       { rule: 'requiredFields', field: 'Due date', message: 'Due date is missing' },
-      { rule: 'fraud', message: 'fraud verdict is "HIGH_RISK", not a clean one' },
+      { rule: 'fraud', value: 'HIGH_RISK', message: 'fraud verdict is "HIGH_RISK", not a clean one' },
     ]);
   });
 

@@ -186,7 +186,14 @@ describe('reviewReasons', () => {
 
   test('minConfidence fires for a field below it, not for one without confidence', () => {
     expect(reviewReasons(doc, { minConfidence: 0.8 })).toEqual([
-      { rule: 'minConfidence', field: 'total', message: 'total: confidence 0.55 is below 0.8' },
+      {
+        rule: 'minConfidence',
+        field: 'total',
+        value: '30.00',
+        found: 0.55,
+        threshold: 0.8,
+        message: 'total: confidence 0.55 is below 0.8',
+      },
     ]);
     expect(reviewReasons(doc, { minConfidence: 0.5 })).toEqual([]);
     // Exactly at the threshold is not below it.
@@ -198,10 +205,10 @@ describe('reviewReasons', () => {
     expect(
       reviewReasons(data, { requiredFields: ['Vendor', 'date', 'po_number', 'items', 'iban', ' '] }),
     ).toEqual([
-      { rule: 'requiredFields', field: 'date', message: 'date is empty' },
+      { rule: 'requiredFields', field: 'date', value: '', message: 'date is empty' },
       { rule: 'requiredFields', field: 'po_number', message: 'po_number is missing' },
-      { rule: 'requiredFields', field: 'items', message: 'items is empty' },
-      { rule: 'requiredFields', field: 'iban', message: 'iban is empty' },
+      { rule: 'requiredFields', field: 'items', value: [], message: 'items is empty' },
+      { rule: 'requiredFields', field: 'iban', value: null, message: 'iban is empty' },
     ]);
   });
 
@@ -211,7 +218,7 @@ describe('reviewReasons', () => {
     expect(reviewReasons({ ...doc, Fraud_verdict: 'clean' }, rules)).toEqual([]);
     expect(reviewReasons({ ...doc, Fraud_verdict: 'Low risk' }, rules)).toEqual([]);
     expect(reviewReasons({ ...doc, Fraud_verdict: 'HIGH_RISK' }, rules)).toEqual([
-      { rule: 'fraud', message: 'fraud verdict is "HIGH_RISK", not a clean one' },
+      { rule: 'fraud', value: 'HIGH_RISK', message: 'fraud verdict is "HIGH_RISK", not a clean one' },
     ]);
     // No verdict: fraud was not checked, nothing to say.
     expect(reviewReasons({ ...doc, Fraud_verdict: null }, rules)).toEqual([]);
@@ -226,10 +233,10 @@ describe('reviewReasons', () => {
   test('fraud: a score above the threshold, 0..100 read as a percentage', () => {
     expect(reviewReasons(doc, { fraud: { maxScore: 0.5 } })).toEqual([]);
     expect(reviewReasons({ ...doc, Fraud_score: 0.7 }, { fraud: { maxScore: 0.5 } })).toEqual([
-      { rule: 'fraud', message: 'fraud score 0.7 is above 0.5' },
+      { rule: 'fraud', value: 0.7, threshold: 0.5, message: 'fraud score 0.7 is above 0.5' },
     ]);
     expect(reviewReasons({ ...doc, Fraud_score: 70 }, { fraud: { maxScore: 0.5 } })).toEqual([
-      { rule: 'fraud', message: 'fraud score 0.7 is above 0.5' },
+      { rule: 'fraud', value: 0.7, threshold: 0.5, message: 'fraud score 0.7 is above 0.5' },
     ]);
     expect(reviewReasons({ ...doc, Fraud_score: null }, { fraud: { maxScore: 0.5 } })).toEqual([]);
   });
@@ -242,6 +249,9 @@ describe('reviewReasons', () => {
       {
         rule: 'lineTotal',
         field: 'total',
+        value: 29.99,
+        found: 30,
+        threshold: 0,
         message: 'sum of amount over 2 line(s) is 29.99, total is 30 (tolerance 0)',
       },
     ]);
@@ -254,7 +264,7 @@ describe('reviewReasons', () => {
     ]);
     const bad = { ...doc, Line_fields: { amount: [{ value: 'n/a', confidence: 1 }] } };
     expect(reviewReasons(bad, { lineTotal: { lineField: 'amount', totalField: 'total' } })).toEqual([
-      { rule: 'lineTotal', field: 'amount', message: 'line 1: amount is not a number ("n/a")' },
+      { rule: 'lineTotal', field: 'amount', value: 'n/a', message: 'line 1: amount is not a number ("n/a")' },
     ]);
   });
 

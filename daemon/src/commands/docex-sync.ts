@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * docex-sync: run | status | rerun | pull | retry | check. Errors reach the user as one clear line
+ * docex-sync: run | status | rerun | pull | retry | approve | check. Errors reach the user as one clear line
  * and an exit code (docs/daemon.md), never as a stack trace.
  *
  * This entry answers --version, --help and usage mistakes with nothing but Node built-ins loaded;
@@ -25,6 +25,7 @@ Commands:
   rerun    one-off bulk rerun (--template-id, --folder-id, --from, --to, --override, --dry-run)
   pull     one-off pull of documents changed since the stored cursor
   retry    put failed files back into their watched folder to be processed again
+  approve  let documents waiting for review go on to the processed and output folders
   check    validate the config and the API key, then exit
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
@@ -35,12 +36,13 @@ Run "docex-sync <command> --help" for a command's options.`,
   rerun: `Usage: docex-sync rerun --config FILE [--template-id N] [--folder-id N] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--override] [--dry-run] [--all-documents]\n\nGathers document ids with fetch_documents and reruns them in chunks of 500.\nWithout any filter, every document of the company is rerun: that needs --all-documents (or a yes on a terminal).\nThe service decides which documents are eligible; --override reruns documents it would otherwise skip.`,
   pull: `Usage: docex-sync pull --config FILE\n\nWrites the data of documents changed since the last pull into pull.output; moves the cursor on success.`,
   retry: `Usage: docex-sync retry --config FILE (--all | NAME_OR_PATTERN ...)\n\nMoves failed files back into their watched folder (their .error.json is removed); the daemon picks them up\nagain as new files. Name files by name, path or pattern (* within a name, ** across folders), or give --all.`,
+  approve: `Usage: docex-sync approve --config FILE (--all | NAME_OR_PATTERN ...)\n\nApproves documents a review rule held (docex-sync status lists them with their reasons): the running\ndaemon moves their results from review_dir into output and their original on to the processed folder\n(a daemon that is not running does it when it next starts). Name files by name, path or pattern\n(* within a name, ** across folders), as found or as waiting in review_dir, or give --all.`,
   check: `Usage: docex-sync check --config FILE\n\nProves the config: the keys and cron expressions, the watched folders exist (never created), the output,\nprocessed, failed and state folders are writable or can be created, the API key works and every\ntemplate_id / folder_id exists for it. One line per problem; exit 2 (3: key refused, 4: unreachable).`,
 };
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
-const COMMANDS = ['run', 'status', 'rerun', 'pull', 'retry', 'check'];
+const COMMANDS = ['run', 'status', 'rerun', 'pull', 'retry', 'approve', 'check'];
 const OPTIONS = [
   'config',
   'json',
@@ -77,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     ({ values, positionals } = parseArgs({
       args: rest,
-      allowPositionals: command === 'retry',
+      allowPositionals: command === 'retry' || command === 'approve',
       options: {
         config: { type: 'string', short: 'c' },
         json: { type: 'boolean', default: false },

@@ -26,8 +26,9 @@ import { createNotifier } from '../outputs/notify.ts';
 import { progressBar } from '../common/progressbar.ts';
 import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
-import { StateDb } from '../store/state.ts';
+import { StateDb, type FileRow } from '../store/state.ts';
 import { retryFailed } from './retry.ts';
+import { approveReviewed } from './approve.ts';
 import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -70,38 +71,95 @@ function status(config: Config, json: boolean): number {
   return STATUS_EXIT[snapshot.health.level];
 }
 
-/** Failed files named by name, path or pattern (or all), moved back into their watched folder. */
-async function retry(config: Config, patterns: string[], all: boolean) {
+/**
+ * The rows of a `retry` or `approve`: those the user named by path, or by a pattern of the path
+ * from the watch or of the name (`also`: more names a row goes by), or all. The state DB is open
+ * for `act` only; without one, `empty` is said and nothing done.
+ */
+async function onNamedFiles(
+  config: Config,
+  request: { command: string; patterns: string[]; all: boolean; what: string; empty: string },
+  rows: (db: StateDb) => FileRow[],
+  also: (row: FileRow) => Array<[path: string, rel: string]>,
+  act: (db: StateDb, ids: number[] | 'all') => Promise<void> | void,
+) {
+  const { command, patterns, all, what } = request;
   if (!all && patterns.length === 0)
-    throw new UsageError('name the failed files to retry (names, paths or patterns), or give --all');
-  if (!existsSync(config.state_db)) {
-    out('0 failed file(s) re-queued: there is no state DB yet.');
-    return;
-  }
+    throw new UsageError(`name the ${what} to ${command} (names, paths or patterns), or give --all`);
+  if (!existsSync(config.state_db)) return out(`${request.empty}: there is no state DB yet.`);
   const matchers = patterns.map((p) => globMatcher(p));
+  const named = (path: string, rel: string) =>
+    patterns.includes(path) || matchers.some((m) => m(rel.split(sep).join('/')) || m(basename(path)));
   const db = new StateDb(config.state_db);
   try {
     const ids = all
       ? 'all'
-      : db
-          .inState('failed', 1_000_000)
-          .filter(
-            (r) =>
-              patterns.includes(r.path) ||
-              matchers.some((m) => m(r.rel.split(sep).join('/')) || m(basename(r.path))),
-          )
+      : rows(db)
+          .filter((r) => [[r.path, r.rel] as [string, string], ...also(r)].some(([p, rel]) => named(p, rel)))
           .map((r) => r.id);
-    const { retried, skipped } = await retryFailed({ db, config }, ids);
-    for (const s of skipped)
-      process.stderr.write(
-        `docex-sync retry: not retried: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
-      );
-    out(`${retried.length} failed file(s) re-queued.`);
-    if (ids !== 'all' && ids.length === 0)
-      process.stderr.write(`docex-sync retry: no failed file matches ${patterns.join(', ')}\n`);
+    await act(db, ids);
   } finally {
     db.close();
   }
+}
+
+/** Failed files named by name, path or pattern (or all), moved back into their watched folder. */
+function retry(config: Config, patterns: string[], all: boolean) {
+  const request = {
+    command: 'retry',
+    patterns,
+    all,
+    what: 'failed files',
+    empty: '0 failed file(s) re-queued',
+  };
+  return onNamedFiles(
+    config,
+    request,
+    (db) => db.inState('failed', 1_000_000),
+    () => [],
+    async (db, ids) => {
+      const { retried, skipped } = await retryFailed({ db, config }, ids);
+      for (const s of skipped)
+        process.stderr.write(
+          `docex-sync retry: not retried: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
+        );
+      out(`${retried.length} failed file(s) re-queued.`);
+      if (ids !== 'all' && ids.length === 0)
+        process.stderr.write(`docex-sync retry: no failed file matches ${patterns.join(', ')}\n`);
+    },
+  );
+}
+
+/** Documents waiting for review, named by name, path or pattern (as found or as waiting), or all, approved. */
+function approve(config: Config, patterns: string[], all: boolean) {
+  const request = { command: 'approve', patterns, all, what: 'files', empty: '0 file(s) approved' };
+  return onNamedFiles(
+    config,
+    request,
+    (db) => db.inReview(1_000_000),
+    (r) => (r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]]),
+    (db, ids) => {
+      const { approved, skipped } = approveReviewed({ db, config }, ids);
+      for (const s of skipped)
+        process.stderr.write(
+          `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
+        );
+      if (ids !== 'all' && ids.length === 0)
+        process.stderr.write(
+          `docex-sync approve: no file waiting for review matches ${patterns.join(', ')} (docex-sync status lists them)\n`,
+        );
+      const running = approved.length > 0 && db.daemonRunning();
+      out(
+        `${approved.length} file(s) approved${
+          approved.length === 0
+            ? '.'
+            : running
+              ? ': the running docex-sync moves them to the processed and output folders now.'
+              : ': docex-sync is not running; it moves them to the processed and output folders when it next starts.'
+        }`,
+      );
+    },
+  );
 }
 
 class UsageError extends ConfigError {}
@@ -169,6 +227,10 @@ export async function execute(
     }
     if (command === 'retry') {
       await retry(config, positionals, values.all);
+      return EXIT.ok;
+    }
+    if (command === 'approve') {
+      await approve(config, positionals, values.all);
       return EXIT.ok;
     }
     if (command === 'check') {

@@ -4,11 +4,12 @@
  */
 import { copyFile, rename, rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
-import type { Config } from '../common/config.ts';
+import type { Config, WatchConfig } from '../common/config.ts';
 import { freeTarget } from '../common/files.ts';
-import { decide, NEVER } from '../engine/lifecycle.ts';
+import { decide, NEVER, type Policy } from '../engine/lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
 
+/** What a change beside the pipeline (retry, approve) needs. */
 export interface RetryDeps {
   db: StateDb;
   config: Config;
@@ -16,6 +17,14 @@ export interface RetryDeps {
   wake?: () => void;
   now?: () => number;
 }
+
+/** The lifecycle's policy for a file of `watch` (the pipeline's, for a change made beside it). */
+export const policyOf = (config: Config, watch: WatchConfig): Policy => ({
+  stable_ms: watch.stable_ms,
+  poll: config.poll,
+  upload: config.upload,
+  random: Math.random,
+});
 
 export interface RetryOutcome {
   retried: number[];
@@ -44,12 +53,12 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
       continue;
     }
-    const { changes } = decide({ ...row, finalized: 0 }, { kind: 'retry-requested' }, now(), {
-      stable_ms: watch.stable_ms,
-      poll: config.poll,
-      upload: config.upload,
-      random: Math.random,
-    });
+    const { changes } = decide(
+      { ...row, finalized: 0 },
+      { kind: 'retry-requested' },
+      now(),
+      policyOf(config, watch),
+    );
     if (!row.finalized) {
       // Not moved to the failed folder yet: it is still where it was found.
       db.update(row.id, changes!, now());

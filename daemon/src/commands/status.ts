@@ -42,6 +42,12 @@ export function renderStatus(s: CliStatus): string {
   for (const h of s.held.files) lines.push(`  held ${h.file}: ${h.reason ?? 'no reason recorded'}`);
   if (s.held.total > s.held.files.length)
     lines.push(`  ... and ${s.held.total - s.held.files.length} more held file(s)`);
+  for (const r of s.review.files)
+    lines.push(
+      `  review ${r.file} (waiting in ${r.original}): ${r.reasons.join('; ') || 'no reason recorded'}`,
+    );
+  if (s.review.total > s.review.files.length)
+    lines.push(`  ... and ${s.review.total - s.review.files.length} more file(s) waiting for review`);
   for (const f of s.failed.files) lines.push(`  failed ${f.file}: ${f.reason ?? 'no reason recorded'}`);
   if (s.failed.total > s.failed.files.length)
     lines.push(`  ... and ${s.failed.total - s.failed.files.length} more failed file(s)`);

@@ -47,6 +47,36 @@ const namePattern = z.string().check((ctx) => {
   }
 });
 
+/**
+ * When a processed document waits for a person (outputs/review.ts): each rule given fires on its
+ * own; a document no rule fires for goes on to processed/output as before.
+ */
+const ReviewSection = z.strictObject({
+  /** 0..1: a general field whose confidence is below it (a field without confidence never fires). */
+  min_confidence: z.number().min(0).max(1).optional(),
+  /** General fields that must be present and not empty. */
+  required_fields: z.array(z.string().min(1)).default([]),
+  fraud: z
+    .strictObject({
+      /** A verdict present and not clean (LOW_RISK, clean, genuine, ...: docs/decisions.md). */
+      not_clean: z.boolean().default(false),
+      /** 0..1: a fraud score above it (a score in (1, 100] is read as a percentage). */
+      max_score: z.number().min(0).max(1).optional(),
+      /** Replaces the verdicts read as clean. */
+      clean_verdicts: z.array(z.string().min(1)).optional(),
+    })
+    .optional(),
+  /** Opt-in: the sum of a line field must match a general field within the tolerance (default 0.01). */
+  line_total: z
+    .strictObject({
+      line_field: z.string().min(1),
+      total_field: z.string().min(1),
+      tolerance: z.number().min(0).optional(),
+    })
+    .optional(),
+});
+export type ReviewSettings = z.output<typeof ReviewSection>;
+
 /** A subfolder of a watch sent with its own template or folder and metadata. */
 const Route = z.strictObject({
   /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
@@ -56,6 +86,8 @@ const Route = z.strictObject({
   template_id: positiveInt.optional(),
   folder_id: positiveInt.optional(),
   metadata: z.string().optional(),
+  /** The review rules of this route's documents, instead of the watch's (`{}`: none). */
+  review: ReviewSection.optional(),
 });
 
 const WatchFolder = z.strictObject({
@@ -99,6 +131,10 @@ const WatchFolder = z.strictObject({
   result_name: namePattern.optional(),
   /** What a name part becomes when its field is missing or empty and the placeholder gives no default. */
   name_missing: z.string().min(1).default('unknown'),
+  /** Rules that hold a processed document for a person (a route's own `review` replaces them). */
+  review: ReviewSection.optional(),
+  /** Where held documents wait (original, results, <name>.review.json, review-<day>.csv); required with review rules. */
+  review_dir: z.string().min(1).optional(),
 });
 
 const Rerun = z.strictObject({
@@ -113,7 +149,13 @@ const Rerun = z.strictObject({
 });
 
 /** The events a webhook may ask for (payloads in docs/daemon.md, "Notifications"). */
-export const NOTIFY_EVENTS = ['file_failed', 'watch_paused', 'rerun_finished', 'result_written'] as const;
+export const NOTIFY_EVENTS = [
+  'file_failed',
+  'watch_paused',
+  'rerun_finished',
+  'result_written',
+  'needs_review',
+] as const;
 export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
 
 const Webhook = z.strictObject({
@@ -301,7 +343,10 @@ export function loadConfig(file: string): Config {
     w.output = abs(w.output);
     w.failed_dir = abs(w.failed_dir);
     if (w.processed_dir) w.processed_dir = abs(w.processed_dir);
+    if (w.review_dir) w.review_dir = abs(w.review_dir);
     const key = `watch[${i}]`;
+    if (!w.review_dir && [w.review, ...w.routes.map((r) => r.review)].some(hasReviewRules))
+      problems.push(`${key}.review_dir: required when review rules are given (where held documents wait)`);
     if (w.template_id === undefined && w.folder_id === undefined && w.routes.length === 0)
       problems.push(`${key}: give template_id or folder_id (or routes for its subfolders)`);
     if (w.routes.length > 0 && !w.recursive)
@@ -316,6 +361,7 @@ export function loadConfig(file: string): Config {
       ['output', w.output],
       ['failed_dir', w.failed_dir],
       ['processed_dir', w.processed_dir],
+      ['review_dir', w.review_dir],
     ] as const) {
       if (!dir) continue;
       const rel = relative(w.path, dir);
@@ -334,6 +380,18 @@ export function loadConfig(file: string): Config {
   if (problems.length)
     throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
   return config;
+}
+
+/** Whether a review section holds any rule (an empty one, e.g. a route's `review: {}`, holds nothing). */
+export function hasReviewRules(review: ReviewSettings | undefined): review is ReviewSettings {
+  if (!review) return false;
+  return (
+    review.min_confidence !== undefined ||
+    review.required_fields.length > 0 ||
+    review.fraud?.not_clean === true ||
+    review.fraud?.max_score !== undefined ||
+    review.line_total !== undefined
+  );
 }
 
 /** A YAML syntax error as the line and column, the reason, the line itself with a caret under the spot, and what to do. */

@@ -87,9 +87,9 @@ export async function startDaemon(
   let temps = 0;
   for (const w of config.watch) {
     // Never the watched folder itself: a missing one is a share not mounted, not something to create.
-    for (const dir of [w.output, w.failed_dir, w.processed_dir])
+    for (const dir of [w.output, w.failed_dir, w.processed_dir, w.review_dir])
       if (dir) await mkdir(dir, { recursive: true });
-    for (const dir of [w.output, w.failed_dir]) temps += await removeStaleTemps(dir);
+    for (const dir of [w.output, w.failed_dir, w.review_dir]) if (dir) temps += await removeStaleTemps(dir);
   }
   if (config.pull) temps += await removeStaleTemps(config.pull.output);
   if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
@@ -234,6 +234,7 @@ function notifyFrom(pipeline: Pipeline, notify: Notifier, results = false) {
     }),
   );
   pipeline.on('watch-paused', (watch, reason) => notify.watchPaused({ watch, reason }));
+  pipeline.on('file-held-for-review', (row) => notify.needsReview(row));
   if (results)
     pipeline.on('result-written', (row, files) =>
       notify.resultWritten({

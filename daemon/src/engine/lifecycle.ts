@@ -7,6 +7,10 @@
  *        ↘          ↘           ↘             ↘
  *         failed(reason) ← ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ ┘   finalized = moved to failed_dir with .error.json
  *
+ * A document a review rule fires for (outputs/review.ts) goes from `done` to `review` instead of
+ * `archived`: its original and results wait in review_dir until a person approves it, which takes it
+ * back to `done` (approved_at set) and on to `archived` by the same archiving step.
+ *
  * A file of a routed watch that no route maps is `held` (with the reason) before anything is sent;
  * a restart (a reloaded config may map it now) looks at it again.
  *
@@ -26,7 +30,7 @@ import {
 import { intervalAfter } from './poll-timing.ts';
 
 export type FileState =
-  'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'archived' | 'failed' | 'held';
+  'discovered' | 'stable' | 'uploading' | 'uploaded' | 'done' | 'review' | 'archived' | 'failed' | 'held';
 export const FILE_STATES: readonly FileState[] = [
   'held',
   'discovered',
@@ -34,6 +38,7 @@ export const FILE_STATES: readonly FileState[] = [
   'uploading',
   'uploaded',
   'done',
+  'review',
   'archived',
   'failed',
 ];
@@ -47,7 +52,8 @@ export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
   stable: ['discovered', 'uploading', 'uploaded', 'failed', 'held'],
   uploading: ['uploaded', 'stable', 'failed'],
   uploaded: ['done', 'failed'],
-  done: ['archived'],
+  done: ['archived', 'review'],
+  review: ['done'],
   archived: [],
   failed: ['discovered'],
 };
@@ -89,6 +95,12 @@ export interface FileRow {
   archive_rel: string | null;
   /** result_name: the base of its result files in output (null: "<name>.doc-<id>"). */
   result_base: string | null;
+  /** JSON (outputs/review.ts, HeldReview): why the document waits for a person; null: it does not. */
+  review: string | null;
+  /** Where its original goes (went) in review_dir, decided before it moves (null: it stays, on_success keep). */
+  review_path: string | null;
+  /** When a person approved it (it then moves on to processed/output). */
+  approved_at: number | null;
 }
 
 export interface Policy {
@@ -130,6 +142,12 @@ export type Observation =
   | { kind: 'unrouted'; reason: string }
   /** Names from the data (archive_name, result_name), decided once the document's data is read. */
   | { kind: 'named'; archiveRel: string | null; resultBase: string | null }
+  /** Review rules fired (review: their JSON) or not (null), decided once the document's data is read. */
+  | { kind: 'review-decided'; review: string | null; reviewPath: string | null }
+  /** The original and results are in review_dir: the file waits for a person. */
+  | { kind: 'held-for-review' }
+  /** A person approved it (status page, `docex-sync approve`). */
+  | { kind: 'approve-requested' }
   /** The daemon starts after a stop or a crash. */
   | { kind: 'restarted' }
   /** `docex-sync retry`: a failed file that was not yet moved goes through the pipeline again. */
@@ -322,6 +340,16 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
     case 'unrouted':
       if (state !== 'discovered' && state !== 'stable') return keep();
       return to({ state: 'held', reason: obs.reason, route: null, next_at: NEVER });
+    case 'review-decided':
+      // Decided once: a replay after a crash keeps the first decision and its place in review_dir.
+      if (state !== 'uploaded' || row.review !== null) return keep();
+      return obs.review === null ? keep() : to({ review: obs.review, review_path: obs.reviewPath });
+    case 'held-for-review':
+      if (reviewStepOf(row) !== 'hold') return keep();
+      return to({ state: 'review', blocked: null, next_at: NEVER });
+    case 'approve-requested':
+      if (state !== 'review') return keep();
+      return to({ state: 'done', approved_at: now, blocked: null, next_at: now });
     case 'named':
       if (state !== 'uploaded') return keep();
       return to({ archive_rel: obs.archiveRel, result_base: obs.resultBase });
@@ -350,6 +378,16 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
         next_at: now,
       });
   }
+}
+
+/**
+ * What the archiving step does with a finished file: `hold` moves it into review_dir (a rule fired,
+ * nobody approved it yet), `release` takes an approved one out of review_dir on to processed/output,
+ * `archive` is the usual step.
+ */
+export function reviewStepOf(row: FileRow): 'hold' | 'release' | 'archive' {
+  if (row.state !== 'done' || row.review === null) return 'archive';
+  return row.approved_at === null ? 'hold' : 'release';
 }
 
 function uploadFailed(row: FileRow, error: unknown, now: number, policy: Policy): Decision {

@@ -29,10 +29,12 @@ import {
   type Observation,
   type Policy,
   NEVER,
+  reviewStepOf,
 } from './lifecycle.ts';
 import { spoolWatches } from '../mail/spool.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
+import { decideReview, ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from './routes.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { StateDb } from '../store/state.ts';
@@ -57,6 +59,8 @@ export interface PipelineEvents extends RunEvents {
   'file-failed': [row: FileRow];
   'result-written': [row: FileRow, files: string[]];
   'file-archived': [row: FileRow];
+  /** Review rules fired: the original and its results wait in review_dir for a person. */
+  'file-held-for-review': [row: FileRow];
 }
 
 const HASH_CHUNK = 256 * 1024;
@@ -123,6 +127,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly results: ResultWriter;
   private readonly scheduler: Scheduler<JobKind>;
   private readonly run: RunState;
+  private readonly reviews: ReviewQueue;
   /** Hashes being uploaded now: a second row with the same bytes waits (checked before any await). */
   private readonly uploadingHashes = new Set<string>();
   /** After stop(): late answers of abandoned polls change nothing. */
@@ -146,6 +151,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       probeIntervalMs: deps.config.upload.probe_interval_ms,
       events: this,
     });
+    this.reviews = new ReviewQueue(this.results, this.now);
   }
 
   private policy(watch: string): Policy {
@@ -512,12 +518,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     let files: string[];
     try {
       current = await this.named(watch, current, data);
+      const review = await decideReview(watch, current, data, task);
+      if (review) current = this.apply(current, { kind: 'review-decided', ...review }).row;
     } catch (error) {
       return void this.apply(current, { kind: 'results-failed', error });
     }
-    const planned = await plannedArchive(watch, current);
+    const planned = current.review_path ?? (await plannedArchive(watch, current));
     try {
-      files = await this.results.write(watch, data, {
+      files = await this.reviews.write(watch, current, data, {
         base: current.result_base ?? undefined,
         source: row.path,
         archivedTo: planned,
@@ -539,7 +547,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     // Archived by its own job, as a done row left by a crash is: one route to archiving.
     if (done.state === 'done') this.plannedArchives.set(done.id, planned);
     this.deps.log.debug({ file: row.path, documentId, outcome }, 'results written');
-    this.emit('result-written', done, files);
+    if (done.review === null) this.emit('result-written', done, files);
   }
 
   /**
@@ -580,15 +588,26 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const watch = this.watches.get(row.watch)!;
     // Where the JSON written by this process says the original goes; unknown after a restart, so
     // the JSON is then corrected whatever the target.
-    const planned = this.plannedArchives.get(row.id);
+    let planned = this.plannedArchives.get(row.id);
+    const step = reviewStepOf(row);
+    if (step === 'hold') return this.holdForReview(watch, row);
+    // An approved file's original waits in review_dir: it is archived from there.
+    const source = row.review_path ?? row.path;
     try {
+      if (step === 'release') {
+        const released = await this.reviews.release(watch, row, () => plannedArchive(watch, row));
+        if (released) {
+          planned = released.planned;
+          this.emit('result-written', row, released.files);
+        }
+      }
       if (watch.on_success === 'move') {
-        const there = await lstat(row.path).then(
+        const there = await lstat(source).then(
           () => true,
           () => false,
         );
         if (there) {
-          const target = await moveInto(row.path, watch.processed_dir!, row.archive_rel ?? row.rel);
+          const target = await moveInto(source, watch.processed_dir!, row.archive_rel ?? row.rel);
           if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(
               watch,
@@ -599,7 +618,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
             );
         }
       } else if (watch.on_success === 'delete') {
-        await rm(row.path, { force: true });
+        await rm(source, { force: true });
       }
     } catch (error) {
       this.apply(row, { kind: 'archive-failed', error });
@@ -610,6 +629,24 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const archived = this.apply(row, { kind: 'archived' }).row;
     metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
     this.emit('file-archived', archived);
+  }
+
+  /** Review rules fired: the original into review_dir, then the row waits in `review` for a person. */
+  private async holdForReview(watch: WatchConfig, row: FileRow) {
+    try {
+      await this.reviews.hold(watch, row);
+    } catch (error) {
+      this.apply(row, { kind: 'archive-failed', error });
+      this.deps.log.warn(
+        { file: row.path, err: describe(error), review_dir: watch.review_dir },
+        'could not move the file into the review folder; will retry',
+      );
+      return;
+    }
+    this.plannedArchives.delete(row.id);
+    const held = this.apply(row, { kind: 'held-for-review' }).row;
+    this.deps.log.info({ file: row.path, original: row.review_path, review: held.review }, 'held for review');
+    this.emit('file-held-for-review', held);
   }
 
   /** A failed file moves to the failed folder with <name>.error.json beside it (just the report if it is gone). */

@@ -9,6 +9,8 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Config, NotifyEventName } from '../common/config.ts';
+import type { FileRow } from '../engine/lifecycle.ts';
+import { heldReview } from './review.ts';
 
 export { NOTIFY_EVENTS, type NotifyEventName } from '../common/config.ts';
 
@@ -82,6 +84,21 @@ export class Notifier {
     results: string[];
   }) {
     this.emit('result_written', data);
+  }
+
+  /** A document waits in review_dir for a person: which rules fired, with the field, value and threshold. */
+  needsReview(row: FileRow) {
+    const held = heldReview(row);
+    this.emit('needs_review', {
+      file: row.path,
+      watch: row.watch,
+      route: row.route,
+      original: row.review_path ?? row.path,
+      document_id: row.document_id,
+      task_id: row.task_id,
+      reasons: held.reasons,
+      fraud: held.fraud,
+    });
   }
 
   /** Queues one delivery per webhook that wants this event; returns at once. */

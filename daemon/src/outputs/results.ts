@@ -377,7 +377,7 @@ const pad = (n: number) => String(n).padStart(2, '0');
 /** The operator's day (local time of the machine running the daemon). */
 export const localDate = (d: Date) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
 
-const DAILY_COLUMNS = [
+export const DAILY_COLUMNS = [
   'document_id',
   'source_file',
   'document_name',

@@ -1,6 +1,6 @@
 /**
  * The daemon's HTTP listener: the status page (/), its data (/api/status), retry (/api/retry),
- * /healthz and /metrics. Loopback by default. The page and /api/* answer only to the listener's own
+ * approval of documents waiting for review (/api/approve), /healthz and /metrics. Loopback by default. The page and /api/* answer only to the listener's own
  * host names (DNS rebinding), changes need a JSON request with a custom header from the same origin
  * (a form or script on another site cannot send one), and off loopback a token (docs/daemon.md).
  */
@@ -13,11 +13,12 @@ import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
 import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
 import { retryFailed, type RetryOutcome } from '../commands/retry.ts';
+import { approveReviewed } from '../commands/approve.ts';
 
 export interface HttpDeps extends StatusSource {
   metrics: Metrics;
   log?: Logger;
-  /** Wakes the pipeline after a retry. */
+  /** Wakes the pipeline after a retry or an approval. */
   wake?: () => void;
 }
 
@@ -64,7 +65,10 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
 }
 
-function parseRetry(body: unknown): number[] | 'all' | undefined {
+/** The page's changes: each is a JSON POST of `{"ids": [...]}` or `{"all": true}`, guarded alike. */
+const CHANGES = new Set(['/api/retry', '/api/approve']);
+
+function parseWhich(body: unknown): number[] | 'all' | undefined {
   if (!body || typeof body !== 'object') return undefined;
   const b = body as { ids?: unknown; all?: unknown };
   if (b.all === true) return 'all';
@@ -134,10 +138,10 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
       return send(res, 200, await deps.metrics.registry.metrics(), {
         'content-type': deps.metrics.registry.contentType,
       });
-    if (path !== '/' && path !== '/partial' && path !== '/api/status' && path !== '/api/retry')
+    if (path !== '/' && path !== '/partial' && path !== '/api/status' && !CHANGES.has(path))
       return send(res, 404, 'not found\n');
     if (!checkHost(req)) return send(res, 421, 'this page answers only to its own host name\n');
-    if (path === '/api/retry') {
+    if (CHANGES.has(path)) {
       if (req.method !== 'POST') return send(res, 405, { error: 'use POST' }, { allow: 'POST' });
       if (!sameOrigin(req)) return send(res, 403, { error: 'cross-origin requests are refused' });
       if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
@@ -148,11 +152,19 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
         return send(res, 401, { error: 'a valid x-docex-sync-token is required' });
       let which;
       try {
-        which = parseRetry(await readJson(req));
+        which = parseWhich(await readJson(req));
       } catch (error) {
         return send(res, 400, { error: (error as Error).message });
       }
       if (!which) return send(res, 400, { error: 'send {"ids": [file ids]} or {"all": true}' });
+      if (path === '/api/approve') {
+        const approved = approveReviewed(deps, which);
+        deps.log?.info(
+          { approved: approved.approved.length, skipped: approved.skipped.length },
+          'approved on the status page',
+        );
+        return send(res, 200, approved);
+      }
       const outcome: RetryOutcome = await retryFailed(deps, which);
       deps.log?.info(
         { retried: outcome.retried.length, skipped: outcome.skipped.length },

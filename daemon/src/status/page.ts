@@ -112,6 +112,26 @@ ${s.failed.files
   .join('\n')}
 </tbody></table>`
   }</section>`;
+  const review = s.review.total
+    ? `<section><h2>Waiting for review</h2><p class="muted">A review rule held them: their original and results are in the watch's review_dir. Approve moves them on to the processed folder and the output folder.</p>
+<p><button type="button" data-approve="all" data-testid="approve-all">Approve all ${s.review.total}</button>${
+        s.review.total > s.review.files.length
+          ? ` <span class="muted">(oldest ${s.review.files.length} shown)</span>`
+          : ''
+      }</p>
+<table data-testid="review"><thead><tr><th>File</th><th>Why</th><th>Waiting in</th><th>Since</th><th></th></tr></thead><tbody>
+${s.review.files
+  .map(
+    (f) =>
+      `<tr data-testid="review-row" data-id="${f.id}"><td>${esc(f.file)}${
+        f.route === null ? '' : ` <span class="muted">(${esc(f.route)})</span>`
+      }</td><td><ul>${f.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul></td><td>${esc(f.original)}</td><td>${when(
+        f.since,
+      )}</td><td><button type="button" data-approve="${f.id}">Approve</button></td></tr>`,
+  )
+  .join('\n')}
+</tbody></table></section>`
+    : '';
   const held = s.held.total
     ? `<section><h2>Held: no route maps them</h2><p class="muted">Add a route for their subfolder (the daemon looks at them again after a reload), or move them into a mapped one.</p><ul data-testid="held">${s.held.files
         .map((h) => `<li data-testid="held-row">${esc(h.file)}: ${esc(h.reason)}</li>`)
@@ -144,7 +164,7 @@ ${s.failed.files
           .join('')}</tbody></table>`
       : '<p class="muted">None yet.</p>'
   }</section>`;
-  return `${health}${summary}${watches}${mailboxes}${held}${failed}${blocked}${reruns}${pulls}
+  return `${health}${summary}${watches}${mailboxes}${review}${held}${failed}${blocked}${reruns}${pulls}
 <p class="muted">Updated <span data-testid="generated-at">${when(s.generated_at)}</span></p>`;
 }
 
@@ -165,7 +185,7 @@ export function renderPage(s: StatusSnapshot, options: { token?: string } = {}):
 <script>${SCRIPT}</script></body></html>`;
 }
 
-/** Refresh without reload (every 3 s while the tab is visible) and Retry (one file, or all). */
+/** Refresh without reload (every 3 s while the tab is visible), Retry and Approve (one file, or all). */
 const SCRIPT = `
 const token = document.querySelector('meta[name="docex-sync-token"]').content;
 const main = document.getElementById('status');
@@ -188,23 +208,29 @@ async function refresh() {
 setInterval(() => { if (!document.hidden) refresh(); }, 3000);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });
 main.addEventListener('click', async (event) => {
-  const button = event.target.closest('button[data-retry]');
+  const button = event.target.closest('button[data-retry], button[data-approve]');
   if (!button) return;
   button.disabled = true;
-  const which = button.dataset.retry;
+  const approve = button.dataset.approve !== undefined;
+  const which = approve ? button.dataset.approve : button.dataset.retry;
+  const what = approve ? 'Approve' : 'Retry';
   try {
-    const answer = await fetch('api/retry', {
+    const answer = await fetch(approve ? 'api/approve' : 'api/retry', {
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', 'x-docex-sync-request': 'retry' },
+      headers: { ...headers, 'content-type': 'application/json', 'x-docex-sync-request': approve ? 'approve' : 'retry' },
       body: JSON.stringify(which === 'all' ? { all: true } : { ids: [Number(which)] }),
     });
     const result = await answer.json();
+    const skipped = answer.ok && result.skipped.length
+      ? '; not ' + (approve ? 'approved' : 'retried') + ': ' + result.skipped.map((s) => s.reason).join('; ')
+      : '';
     note.textContent = answer.ok
-      ? result.retried.length + ' file(s) back in the queue' +
-        (result.skipped.length ? '; not retried: ' + result.skipped.map((s) => s.reason).join('; ') : '')
-      : 'Retry refused: ' + result.error;
+      ? (approve
+          ? result.approved.length + ' file(s) approved: on their way to the processed and output folders'
+          : result.retried.length + ' file(s) back in the queue') + skipped
+      : what + ' refused: ' + result.error;
   } catch (error) {
-    note.textContent = 'Retry failed: ' + error.message;
+    note.textContent = what + ' failed: ' + error.message;
   }
   await refresh();
 });

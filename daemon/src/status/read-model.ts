@@ -6,6 +6,7 @@ import type { Config } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { PullRecord, StateDb } from '../store/state.ts';
+import { heldReview } from '../outputs/review.ts';
 
 /** What the page shows; also GET /api/status. */
 export interface StatusSnapshot {
@@ -29,6 +30,23 @@ export interface StatusSnapshot {
   }>;
   /** Files no route maps, waiting for a config that does (newest first). */
   held: { total: number; files: Array<{ id: number; file: string; watch: string; reason: string | null }> };
+  /** Documents a review rule held, waiting for a person to approve them (oldest first). */
+  review: {
+    total: number;
+    files: Array<{
+      id: number;
+      file: string;
+      watch: string;
+      route: string | null;
+      /** Where the original waits (review_dir; its watched place when on_success is keep). */
+      original: string;
+      document_id: number | null;
+      /** Each rule that fired, in words (field, value and threshold in `rules`). */
+      reasons: string[];
+      rules: Array<{ rule: string; field?: string; value?: unknown; found?: number; threshold?: number }>;
+      since: string;
+    }>;
+  };
   failed: {
     total: number;
     files: Array<{
@@ -126,6 +144,11 @@ export function healthOf(source: StatusSource): Health {
     attention.push(
       `${unrouted} file(s) held: no route of their watch matches their sub-folder; add a route (or move them), they are never sent with a guessed template`,
     );
+  const waiting = db.counts().review;
+  if (waiting)
+    attention.push(
+      `${waiting} document(s) wait for review: look at them in their review_dir, then approve them (docex-sync approve, or Approve on the status page)`,
+    );
   const held = db.blocked(101).length;
   if (held)
     attention.push(
@@ -208,6 +231,23 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     held: {
       total: files.held,
       files: heldRows.map((r) => ({ id: r.id, file: r.path, watch: r.watch, reason: r.reason })),
+    },
+    review: {
+      total: files.review,
+      files: db.inReview(failedLimit).map((r) => {
+        const { reasons } = heldReview(r);
+        return {
+          id: r.id,
+          file: r.path,
+          watch: r.watch,
+          route: r.route,
+          original: r.review_path ?? r.path,
+          document_id: r.document_id,
+          reasons: reasons.map((x) => x.message),
+          rules: reasons.map(({ message: _, ...rule }) => rule),
+          since: iso(r.updated_at)!,
+        };
+      }),
     },
     failed: {
       total: files.failed,

@@ -131,6 +131,10 @@ const MIGRATIONS = [
   // 6: names from the data, decided once per file (a replay or a rerun finds the same files).
   `ALTER TABLE files ADD COLUMN archive_rel TEXT;
   ALTER TABLE files ADD COLUMN result_base TEXT;`,
+  // 7: the review queue: why a document waits for a person, where its original waits, when it was approved.
+  `ALTER TABLE files ADD COLUMN review TEXT;
+  ALTER TABLE files ADD COLUMN review_path TEXT;
+  ALTER TABLE files ADD COLUMN approved_at INTEGER;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -632,6 +636,30 @@ export class StateDb {
     return this.st(`SELECT * FROM files WHERE state = 'held' ORDER BY updated_at DESC, id DESC LIMIT ?`).all(
       limit,
     ) as FileRow[];
+  }
+  /** The rows waiting for review (state review), oldest first: the order a person works through them. */
+  inReview(limit: number): FileRow[] {
+    return this.st(`SELECT * FROM files WHERE state = 'review' ORDER BY updated_at, id LIMIT ?`).all(
+      limit,
+    ) as FileRow[];
+  }
+  /**
+   * Whether a docex-sync run holds the DB's lock now (lockExclusive): tried without waiting and
+   * given back at once.
+   */
+  daemonRunning(): boolean {
+    const lock = new Database(`${this.path}.lock`);
+    try {
+      lock.pragma('busy_timeout = 0');
+      lock.exec('BEGIN EXCLUSIVE');
+      lock.exec('ROLLBACK');
+      return false;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+      throw error;
+    } finally {
+      lock.close();
+    }
   }
   /** The failed rows, newest first. */
   lastFailed(limit: number): FileRow[] {

@@ -45,6 +45,15 @@ export type ReviewRule = 'minConfidence' | 'requiredFields' | 'fraud' | 'lineTot
 export interface ReviewReason {
   rule: ReviewRule;
   field?: string;
+  /**
+   * What was found: the field's value (minConfidence, requiredFields: absent when missing), the
+   * verdict or the score (fraud), the sum of the line amounts (lineTotal).
+   */
+  value?: unknown;
+  /** minConfidence: the field's confidence (0..1). lineTotal: the total field's amount. */
+  found?: number;
+  /** The limit it was held to: minConfidence, maxScore, the line-total tolerance. */
+  threshold?: number;
   message: string;
 }
 
@@ -271,7 +280,11 @@ function fraudReasons(d: Obj, rule: NonNullable<ReviewRules['fraud']>): ReviewRe
   if (rule.notClean && verdict !== null) {
     const clean = new Set((rule.cleanVerdicts ?? DEFAULT_CLEAN_VERDICTS).map(verdictKey));
     if (!clean.has(verdictKey(verdict))) {
-      reasons.push({ rule: 'fraud', message: `fraud verdict is "${verdict}", not a clean one` });
+      reasons.push({
+        rule: 'fraud',
+        value: verdict,
+        message: `fraud verdict is "${verdict}", not a clean one`,
+      });
     }
   }
   const raw = rawNumber(d.Fraud_score);
@@ -279,7 +292,12 @@ function fraudReasons(d: Obj, rule: NonNullable<ReviewRules['fraud']>): ReviewRe
     const score =
       raw >= PERCENT_MARK / 2 ? (raw - PERCENT_MARK) / 100 : raw > 1 && raw <= 100 ? raw / 100 : raw;
     if (score > rule.maxScore) {
-      reasons.push({ rule: 'fraud', message: `fraud score ${fmt(score)} is above ${fmt(rule.maxScore)}` });
+      reasons.push({
+        rule: 'fraud',
+        value: score,
+        threshold: rule.maxScore,
+        message: `fraud score ${fmt(score)} is above ${fmt(rule.maxScore)}`,
+      });
     }
   }
   return reasons;
@@ -295,7 +313,14 @@ function lineTotalReasons(
   const expected = total === undefined ? undefined : parseAmount(total.value);
   if (expected === undefined) {
     const why = total === undefined ? 'is missing' : `is not a number (${JSON.stringify(total.value)})`;
-    return [{ rule: 'lineTotal', field: rule.totalField, message: `total field ${rule.totalField} ${why}` }];
+    return [
+      {
+        rule: 'lineTotal',
+        field: rule.totalField,
+        ...(total === undefined ? {} : { value: total.value }),
+        message: `total field ${rule.totalField} ${why}`,
+      },
+    ];
   }
   const lines = lineItemsOf(data as Parameters<typeof lineItemsOf>[0]);
   let sum = 0;
@@ -311,6 +336,7 @@ function lineTotalReasons(
         {
           rule: 'lineTotal',
           field: rule.lineField,
+          value: line[key]!.value,
           message: `line ${i + 1}: ${rule.lineField} is not a number (${JSON.stringify(line[key]!.value)})`,
         },
       ];
@@ -322,6 +348,9 @@ function lineTotalReasons(
     {
       rule: 'lineTotal',
       field: rule.totalField,
+      value: Number(fmt(sum)),
+      found: expected,
+      threshold: tolerance,
       message:
         `sum of ${rule.lineField} over ${lines.length} line(s) is ${fmt(sum)}, ` +
         `${rule.totalField} is ${fmt(expected)} (tolerance ${fmt(tolerance)})`,
@@ -343,6 +372,9 @@ export function reviewReasons(data: ReviewData, rules: ReviewRules): ReviewReaso
         reasons.push({
           rule: 'minConfidence',
           field: f.name,
+          value: f.value,
+          found: f.confidence,
+          threshold: rules.minConfidence,
           message: `${f.name}: confidence ${fmt(f.confidence)} is below ${fmt(rules.minConfidence)}`,
         });
       }
@@ -353,7 +385,7 @@ export function reviewReasons(data: ReviewData, rules: ReviewRules): ReviewReaso
     const f = findField(general, name);
     if (f === undefined) reasons.push({ rule: 'requiredFields', field: name, message: `${name} is missing` });
     else if (isEmptyValue(f.value)) {
-      reasons.push({ rule: 'requiredFields', field: name, message: `${name} is empty` });
+      reasons.push({ rule: 'requiredFields', field: name, value: f.value, message: `${name} is empty` });
     }
   }
   if (rules.fraud) reasons.push(...fraudReasons(d, rules.fraud));

@@ -131,7 +131,7 @@ describe('docex-sync as a process', () => {
 
   it('every command has --help; pull works one-off with the key from a key file and the URL from DOCEX_BASE_URL', async () => {
     world = await makeWorld();
-    for (const command of ['run', 'status', 'rerun', 'pull', 'retry', 'check']) {
+    for (const command of ['run', 'status', 'rerun', 'pull', 'retry', 'approve', 'check']) {
       const help = runCli([command, '--help']);
       expect(await help.exited).toBe(0);
       expect(help.output()).toMatch(new RegExp(`^Usage: docex-sync ${command} --config FILE`));

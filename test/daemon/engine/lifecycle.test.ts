@@ -23,6 +23,7 @@ import {
   FILE_STATES,
   EMPTY_FILE,
   NEVER,
+  reviewStepOf,
   TRANSITIONS,
   type FileRow,
   type FileState,
@@ -63,6 +64,9 @@ const row = (state: FileState, extra: Partial<FileRow> = {}): FileRow => ({
   updated_at: T0,
   route: null,
   archive_rel: null,
+  review: null,
+  review_path: null,
+  approved_at: null,
   result_base: null,
   ...extra,
 });
@@ -123,15 +127,19 @@ const observations: Observation[] = [
   { kind: 'routed', route: 'Supplier A' },
   { kind: 'unrouted', reason: 'subfolder "Misc" is mapped by no route' },
   { kind: 'named', archiveRel: '2026/ACME/R-1.pdf', resultBase: 'ACME/R-1' },
+  { kind: 'review-decided', review: '{"reasons":[]}', reviewPath: '/review/a.pdf' },
+  { kind: 'review-decided', review: null, reviewPath: null },
+  { kind: 'held-for-review' },
+  { kind: 'approve-requested' },
 ];
 
 describe('lifecycle: the transition table', () => {
   it('every observation in every state gives an allowed transition, and every allowed transition happens', () => {
     const seen = new Set<string>();
     for (const state of FILE_STATES) {
-      for (const finalized of [0, 1]) {
+      for (const extra of [{ finalized: 0 }, { finalized: 1 }, { review: '{"reasons":[]}' }]) {
         for (const obs of observations) {
-          const d = decide(row(state, { finalized }), obs, T0 + 5000, policy);
+          const d = decide(row(state, extra), obs, T0 + 5000, policy);
           const next = d.changes?.state ?? state;
           expect(
             next === state || TRANSITIONS[state].includes(next),
@@ -425,6 +433,48 @@ describe('lifecycle: results, archiving, failure reports', () => {
     const stuck = decide(failed, { kind: 'report-failed', error: new Error('EROFS') }, T0, policy);
     expect(stuck.changes!.blocked).toContain('EROFS');
     expect(stuck.changes!.next_at).toBeGreaterThan(T0);
+  });
+});
+
+describe('lifecycle: the review queue', () => {
+  const held = '{"reasons":[{"rule":"fraud"}]}';
+  it('the decision is taken once, when the data is read: a replay keeps the first one and its place', () => {
+    const first = decide(
+      row('uploaded'),
+      { kind: 'review-decided', review: held, reviewPath: '/review/a.pdf' },
+      T0,
+      policy,
+    );
+    expect(first.changes).toEqual({ review: held, review_path: '/review/a.pdf' });
+    const replay = { ...row('uploaded'), ...first.changes } as FileRow;
+    expect(
+      decide(replay, { kind: 'review-decided', review: held, reviewPath: '/review/a (2).pdf' }, T0, policy)
+        .changes,
+    ).toBeUndefined();
+    expect(
+      decide(row('uploaded'), { kind: 'review-decided', review: null, reviewPath: null }, T0, policy).changes,
+    ).toBeUndefined();
+  });
+
+  it('a held document rests in review until approved; approved, it is archived by the usual step', () => {
+    const done = row('done', { review: held });
+    expect(reviewStepOf(done)).toBe('hold');
+    expect(reviewStepOf(row('done'))).toBe('archive');
+    const waiting = decide(done, { kind: 'held-for-review' }, T0, policy);
+    expect(waiting.changes).toEqual({ state: 'review', blocked: null, next_at: NEVER });
+    // Not held twice, and a document without reasons is never held.
+    expect(decide(row('done'), { kind: 'held-for-review' }, T0, policy).changes).toBeUndefined();
+    const inReview = { ...done, ...waiting.changes } as FileRow;
+    expect(decide(inReview, { kind: 'restarted' }, T0, policy).changes).toBeUndefined();
+    const approved = decide(inReview, { kind: 'approve-requested' }, T0 + 7, policy);
+    expect(approved.changes).toEqual({ state: 'done', approved_at: T0 + 7, blocked: null, next_at: T0 + 7 });
+    const back = { ...inReview, ...approved.changes } as FileRow;
+    expect(reviewStepOf(back)).toBe('release');
+    expect(decide(back, { kind: 'held-for-review' }, T0, policy).changes).toBeUndefined();
+    expect(decide(back, { kind: 'archived' }, T0, policy).changes).toMatchObject({ state: 'archived' });
+    // Approving what is not waiting changes nothing.
+    for (const state of ['done', 'archived', 'failed'] as const)
+      expect(decide(row(state), { kind: 'approve-requested' }, T0, policy).changes).toBeUndefined();
   });
 });
 

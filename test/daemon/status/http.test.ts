@@ -1,5 +1,4 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,41 +11,13 @@ import { startDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, until, type World } from '../helpers.ts';
+import { call } from '../../support/http-call.ts';
 
 let world: World | undefined;
 afterEach(async () => {
   await world?.cleanup();
   world = undefined;
 });
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: () => unknown;
-}
-
-/** node:http, not fetch: fetch will not send a Host header of our choosing. */
-function call(
-  port: number,
-  path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: options.headers },
-      (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () =>
-          resolve({ status: res.statusCode!, headers: res.headers, text, json: () => JSON.parse(text) }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
 
 const portOf = (daemon: RunningDaemon) => (daemon.http!.address() as AddressInfo).port;
 const retryHeaders = (port: number) => ({
@@ -276,6 +247,7 @@ describe('the status page and its API', () => {
         uploading: 0,
         uploaded: 0,
         done: 0,
+        review: 0,
         archived: 0,
         failed: 1,
       },
@@ -292,6 +264,7 @@ describe('the status page and its API', () => {
             uploading: 0,
             uploaded: 0,
             done: 0,
+            review: 0,
             archived: 0,
             failed: 1,
           },
@@ -308,6 +281,7 @@ describe('the status page and its API', () => {
                 uploading: 0,
                 uploaded: 0,
                 done: 0,
+                review: 0,
                 archived: 0,
                 failed: 0,
               },
@@ -316,6 +290,22 @@ describe('the status page and its API', () => {
         },
       ],
       held: { total: 1, files: [{ id: 2, file: evil, watch: evil, reason: evil }] },
+      review: {
+        total: 1,
+        files: [
+          {
+            id: 3,
+            file: evil,
+            watch: evil,
+            route: evil,
+            original: evil,
+            document_id: 1,
+            reasons: [evil],
+            rules: [{ rule: 'minConfidence', field: evil, value: evil }],
+            since: '2026-01-01T00:00:00.000Z',
+          },
+        ],
+      },
       failed: {
         total: 1,
         files: [
@@ -366,7 +356,7 @@ describe('the status page and its API', () => {
     };
     const html = renderMain(snapshot);
     expect(html).not.toContain('<img');
-    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(16);
+    expect(html.match(/&lt;img src=x onerror=alert\(1\)&gt;/g)!.length).toBeGreaterThanOrEqual(20);
   });
 });
 
