@@ -310,6 +310,54 @@ describe("the client's promises hold through the proxy", () => {
     expect(stats.maxRequestsInOneSecond).toBeLessThanOrEqual(rate);
   }, 30_000);
 
+  test('an upload streams through the proxy and TLS: a 256 MiB file never sits in memory whole', async () => {
+    // A client process of its own (the emulator here keeps what it receives): its peak RSS stays far
+    // below the file's size, which a buffered body would add to it.
+    const size = 256 * 1024 * 1024;
+    const file = join(dir, 'big.pdf');
+    writeFileSync(file, Buffer.alloc(size, 7));
+    tlsEmu.resetStats();
+    const script = [
+      "import { createNodeClient } from '@docex/shared/node';",
+      'const c = createNodeClient({ baseUrl: process.env.URL, apiKey: process.env.KEY, caFile: process.env.CA,',
+      '  proxy: process.env.PROXY, env: {}, retry: { maxRetries: 0 }, timeoutMs: 600_000 });',
+      'const baseline = process.resourceUsage().maxRSS;',
+      'await c.uploadFile({ files: [{ path: process.env.FILE }] });',
+      'console.log(JSON.stringify({ baseline, peak: process.resourceUsage().maxRSS }));',
+    ].join('\n');
+    const proxyUrl = new URL(authProxy.url);
+    proxyUrl.username = 'alice';
+    proxyUrl.password = PASSWORD;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        {
+          cwd: process.cwd(),
+          env: {
+            ...process.env,
+            URL: tlsEmu.url,
+            KEY: tlsEmu.keys[0]!,
+            CA: pki.caFile,
+            PROXY: proxyUrl.href,
+            FILE: file,
+          },
+          maxBuffer: 1024 * 1024,
+        },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+      ),
+    );
+    const { baseline, peak } = JSON.parse(out.trim().split('\n').at(-1)!) as {
+      baseline: number;
+      peak: number;
+    };
+    expect(tlsEmu.stats().requestsByOperation.upload_file).toBe(1);
+    expect(authProxy.log()).toContain(`CONNECT ${SERVICE_HOST}:${port(tlsEmu.url)}`);
+    // maxRSS is in KiB. Growth under a quarter of the file: streamed, not held.
+    expect((peak - baseline) * 1024).toBeLessThan(size / 4);
+  }, 600_000);
+
   test('timeouts: a proxy that never answers CONNECT, a service that never answers inside the tunnel', async () => {
     const held = new Set<Socket>();
     const silent = createServer((socket) => held.add(socket)); // takes connections, says nothing
