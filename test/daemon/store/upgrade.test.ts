@@ -16,7 +16,7 @@
 import { copyFile, mkdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { cliStatus, renderStatus } from '../../../daemon/src/commands/status.ts';
 import { SCHEMA_VERSION } from '../../../daemon/src/store/state.ts';
@@ -34,9 +34,8 @@ import {
 const FIXTURE = join(import.meta.dirname, '../../fixtures/state-0.1.0.db');
 const MTIME = new Date('2026-11-24T12:00:00Z');
 
-beforeAll(async () => {
-  await calibrate();
-});
+// Two CLI runs and a daemon: limits from a measured CLI start.
+const startMs = await calibrate();
 let world: World | undefined;
 afterEach(async () => {
   stopCliChildren();
@@ -93,72 +92,76 @@ async function installFixture(w: World) {
 }
 
 describe('state DB of 0.1.0', () => {
-  it('opens with this release: migrated, read by status, its waiting files processed', async () => {
-    const w = await makeWorld();
-    world = w;
-    const dbFile = await installFixture(w);
-    const before = rowsOf(dbFile);
-    expect(before.version).toBe(3);
-    expect(before.rows.map((r) => [r.rel, r.state])).toEqual([
-      ['done-1.txt', 'archived'],
-      ['done-2.txt', 'archived'],
-      ['empty.txt', 'failed'],
-      ['queued-1.txt', 'stable'],
-      ['queued-2.txt', 'stable'],
-    ]);
-    for (const n of ['1', '2']) {
-      const file = join(w.dir, 'inbox', `queued-${n}.txt`);
-      await writeFile(file, invoice(`Q-${n}`));
-      await utimes(file, MTIME, MTIME);
-    }
+  it(
+    'opens with this release: migrated, read by status, its waiting files processed',
+    async () => {
+      const w = await makeWorld();
+      world = w;
+      const dbFile = await installFixture(w);
+      const before = rowsOf(dbFile);
+      expect(before.version).toBe(3);
+      expect(before.rows.map((r) => [r.rel, r.state])).toEqual([
+        ['done-1.txt', 'archived'],
+        ['done-2.txt', 'archived'],
+        ['empty.txt', 'failed'],
+        ['queued-1.txt', 'stable'],
+        ['queued-2.txt', 'stable'],
+      ]);
+      for (const n of ['1', '2']) {
+        const file = join(w.dir, 'inbox', `queued-${n}.txt`);
+        await writeFile(file, invoice(`Q-${n}`));
+        await utimes(file, MTIME, MTIME);
+      }
 
-    // `status` in this process, at a fixed time: a minute after 0.1.0 found the service gone.
-    const since = unreachableSince(dbFile);
-    const read = cliStatus(w.config(), () => since + 60_000);
-    expect(rowsOf(dbFile).version).toBe(SCHEMA_VERSION);
-    expect(read.health).toEqual({
-      level: 'attention',
-      ok: false,
-      reasons: [
-        expect.stringMatching(
-          /^the service has been unreachable for 60 s: upload_file: connection failed: connect ECONNREFUSED /,
-        ),
-        '1 failed file(s): fix the cause, then docex-sync retry --all (or Retry on the status page)',
-      ],
-    });
-    expect(renderStatus(read)).toContain(
-      `failed ${join(w.dir, 'failed', 'empty.txt')}: extraction failed: Empty file`,
-    );
-    expect(renderStatus(read)).toContain(`Watch ${join(w.dir, 'inbox')}: stable 2, archived 2, failed 1`);
-    // And as a process, at whatever time it is now (the unreachable service only grows older).
-    const status = runCli(['status', '--config', w.configFile]);
-    expect([1, 6]).toContain(await status.exited);
-    expect(status.output()).toContain(`Watch ${join(w.dir, 'inbox')}: stable 2, archived 2, failed 1`);
+      // `status` in this process, at a fixed time: a minute after 0.1.0 found the service gone.
+      const since = unreachableSince(dbFile);
+      const read = cliStatus(w.config(), () => since + 60_000);
+      expect(rowsOf(dbFile).version).toBe(SCHEMA_VERSION);
+      expect(read.health).toEqual({
+        level: 'attention',
+        ok: false,
+        reasons: [
+          expect.stringMatching(
+            /^the service has been unreachable for 60 s: upload_file: connection failed: connect ECONNREFUSED /,
+          ),
+          '1 failed file(s): fix the cause, then docex-sync retry --all (or Retry on the status page)',
+        ],
+      });
+      expect(renderStatus(read)).toContain(
+        `failed ${join(w.dir, 'failed', 'empty.txt')}: extraction failed: Empty file`,
+      );
+      expect(renderStatus(read)).toContain(`Watch ${join(w.dir, 'inbox')}: stable 2, archived 2, failed 1`);
+      // And as a process, at whatever time it is now (the unreachable service only grows older).
+      const status = runCli(['status', '--config', w.configFile]);
+      expect([1, 6]).toContain(await status.exited);
+      expect(status.output()).toContain(`Watch ${join(w.dir, 'inbox')}: stable 2, archived 2, failed 1`);
 
-    // The daemon of this release carries on with the rows 0.1.0 left waiting.
-    const running = await w.start();
-    await until('the two waiting files archived', () => {
-      const rows = rowsOf(dbFile).rows.filter((r) => r.rel.startsWith('queued-'));
-      return rows.length === 2 && rows.every((r) => r.state === 'archived') ? rows : undefined;
-    });
-    await running.stop();
-    const after = rowsOf(dbFile);
-    expect(after.version).toBe(SCHEMA_VERSION);
-    // The same rows went on (no second row per file), and only they were sent.
-    expect(after.rows.map((r) => [r.id, r.rel, r.state, r.outcome])).toEqual([
-      [1, 'done-1.txt', 'archived', 'processed'],
-      [2, 'done-2.txt', 'archived', 'processed'],
-      [3, 'empty.txt', 'failed', 'failed'],
-      [4, 'queued-1.txt', 'archived', 'processed'],
-      [5, 'queued-2.txt', 'archived', 'processed'],
-    ]);
-    const client = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
-    expect((await client.fetchDocuments({ template_id: w.templateId })).length).toBe(2);
+      // The daemon of this release carries on with the rows 0.1.0 left waiting.
+      const running = await w.start();
+      await until('the two waiting files archived', () => {
+        const rows = rowsOf(dbFile).rows.filter((r) => r.rel.startsWith('queued-'));
+        return rows.length === 2 && rows.every((r) => r.state === 'archived') ? rows : undefined;
+      });
+      await running.stop();
+      const after = rowsOf(dbFile);
+      expect(after.version).toBe(SCHEMA_VERSION);
+      // The same rows went on (no second row per file), and only they were sent.
+      expect(after.rows.map((r) => [r.id, r.rel, r.state, r.outcome])).toEqual([
+        [1, 'done-1.txt', 'archived', 'processed'],
+        [2, 'done-2.txt', 'archived', 'processed'],
+        [3, 'empty.txt', 'failed', 'failed'],
+        [4, 'queued-1.txt', 'archived', 'processed'],
+        [5, 'queued-2.txt', 'archived', 'processed'],
+      ]);
+      const client = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
+      expect((await client.fetchDocuments({ template_id: w.templateId })).length).toBe(2);
 
-    // The service answered: only the file 0.1.0 failed still needs attention.
-    const later = runCli(['status', '--config', w.configFile]);
-    expect(await later.exited).toBe(1);
-    expect(later.output()).toContain(`Watch ${join(w.dir, 'inbox')}: archived 4, failed 1`);
-    expect(later.output()).not.toMatch(/unreachable/);
-  });
+      // The service answered: only the file 0.1.0 failed still needs attention.
+      const later = runCli(['status', '--config', w.configFile]);
+      expect(await later.exited).toBe(1);
+      expect(later.output()).toContain(`Watch ${join(w.dir, 'inbox')}: archived 4, failed 1`);
+      expect(later.output()).not.toMatch(/unreachable/);
+    },
+    Math.max(60_000, startMs * 60),
+  );
 });
