@@ -9,9 +9,7 @@ import { Docex } from '../../nodes/Docex/Docex.node.ts';
 import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
 import { launchChromium, type BrowserContext, type Page } from './browser.ts';
 import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
-import { n8nReady, startN8n, until, type Service } from './services.ts';
-
-const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
+import { n8nReady, OWNER, setUpOwner, startN8n, until, type Service } from './services.ts';
 
 let n8n: RealN8n;
 let server: Service | undefined;
@@ -44,16 +42,7 @@ beforeAll(async () => {
   process.stderr.write(
     `editor e2e: n8n ready after ${Math.round(readyMs)} ms; browser steps may take ${uiLimitMs} ms\n`,
   );
-  const owner = await fetch(`${base}/rest/owner/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(OWNER),
-  });
-  expect(owner.status, await owner.clone().text()).toBe(200);
-  cookie = owner.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  cookie = await setUpOwner(base);
 
   page = await browser!.newPage();
   page.setDefaultTimeout(uiLimitMs);

@@ -121,6 +121,24 @@ export async function n8nReady(server: Service & { url: string; startedAt: numbe
   return performance.now() - server.startedAt;
 }
 
+/** The owner account the tests sign in with. */
+export const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
+
+/** Sets up a fresh n8n's owner through its REST API, as the first-run screen does; the session cookie. */
+export async function setUpOwner(base: string): Promise<string> {
+  const owner = await fetch(`${base}/rest/owner/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(OWNER),
+  });
+  if (owner.status !== 200)
+    throw new Error(`n8n owner set-up (POST /rest/owner/setup): HTTP ${owner.status}: ${await owner.text()}`);
+  return owner.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
 export async function startRedis(): Promise<Service & { port: number }> {
   ensureDebianPackage('redis-server', () => onPath('redis-server'));
   const port = await freePort();
