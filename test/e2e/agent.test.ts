@@ -3,13 +3,17 @@
  * scripted stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and
  * credential; the document comes from a file server started here, the service is the emulator.
  */
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
-import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
-import { startStandInModel, textOf, type ChatRequest, type StandInModel } from './stand-in-model.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import {
+  extractThenAnswer,
+  importOpenAiCredential,
+  startStandInModel,
+  textOf,
+  type StandInModel,
+} from './stand-in-model.ts';
 import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
 let n8n: RealN8n;
@@ -20,18 +24,11 @@ const OPENAI = { openAiApi: { id: 'openaicred000001', name: 'Stand-in model' } }
 
 beforeAll(async () => {
   files = await startFileServer({ '/invoices/agent-1.txt': 'Invoice number: AGENT-1\nTotal: 10,50\n' });
-  model = await startStandInModel(agentScript);
+  model = await startStandInModel(extractThenAnswer('Extract_Invoice'));
   n8n = await prepareN8n();
   templateId = await createInvoiceTemplate(n8n.emulator, 'agent e2e');
 
-  await writeFile(
-    join(n8n.home, 'openai.json'),
-    JSON.stringify([
-      { ...OPENAI.openAiApi, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: model.url } },
-    ]),
-  );
-  const imported = await n8n.run(['import:credentials', `--input=${join(n8n.home, 'openai.json')}`]);
-  expect(imported.code, tail(imported)).toBe(0);
+  await importOpenAiCredential(n8n, OPENAI.openAiApi, model.url);
 }, 600_000);
 
 afterAll(async () => {
@@ -137,28 +134,3 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
     });
   }, 300_000);
 });
-
-/** The scripted model: a tool call with the link found in the prompt, then an answer from the tool's result. */
-function agentScript(request: ChatRequest) {
-  const toolMessage = request.messages.find((m) => m.role === 'tool');
-  if (!toolMessage) {
-    const prompt = request.messages
-      .filter((m) => m.role === 'user')
-      .map(textOf)
-      .join('\n');
-    const url = /https?:\/\/\S+\.txt/.exec(prompt)?.[0];
-    const tool = request.tools?.find((t) => t.function.name === 'Extract_Invoice');
-    if (!url || !tool) throw new Error(`no link in the prompt or no extraction tool offered: ${prompt}`);
-    return { toolCall: { name: tool.function.name, arguments: { url } } };
-  }
-  // A tool answer without the extracted values (n8n hands the model '""' when the agent is resumed
-  // before its tool ran) is refused: the agent run then fails with this message.
-  const content = textOf(toolMessage);
-  const parsed = JSON.parse(content) as unknown;
-  const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown> | undefined;
-  if (typeof first !== 'object' || first === null || !first['Invoice number'] || first.Total === undefined)
-    throw new Error(`the tool's answer carries no invoice number and total: ${content}`);
-  return {
-    text: `The invoice number is ${String(first['Invoice number'])} and the total is ${String(first.Total)}.`,
-  };
-}

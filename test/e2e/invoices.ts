@@ -1,12 +1,13 @@
 /**
  * What the real-n8n extraction tests share: a file server on a free loopback port that serves
  * invoices by link (for Extract's URL source) and records what was asked, and an invoice template
- * (Invoice number, Total; EU numbers) in the test's emulator.
+ * in the test's emulator.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNodeClient } from '@docex/shared/node';
 import type { Emulator } from '../../emulator/index.ts';
+import { invoiceTemplate } from '../support/templates.ts';
 
 export interface FileServer {
   /** The server's origin, `http://127.0.0.1:<port>`. */
@@ -36,15 +37,9 @@ export async function startFileServer(files: Record<string, string>): Promise<Fi
   };
 }
 
-/** A folder and template named `name` with the general fields Invoice number and Total; its ID. */
+/** A folder and an invoice template (test/support/templates.ts: Invoice number, Total; lines Description, Amount) named `name`; its ID. */
 export async function createInvoiceTemplate(emulator: Emulator, name: string): Promise<number> {
   const client = createNodeClient({ baseUrl: emulator.url, apiKey: emulator.keys[0]! });
   const folder = await client.createFolder({ name });
-  const template = await client.createTemplate({ folder_id: folder.id, name, number_locale: 'EU' });
-  for (const [field, format] of [
-    ['Invoice number', 'invoice_number'],
-    ['Total', 'total_price'],
-  ] as const)
-    await client.createField({ template_id: template.id, name: field, type: 'General fields', format });
-  return template.id;
+  return (await invoiceTemplate(client, folder.id, name)).id;
 }

@@ -5,7 +5,11 @@
  * plain JSON, or server-sent events when the client asks for a stream.
  */
 import { createServer, type Server } from 'node:http';
+import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { tail, type RealN8n } from './real-n8n.ts';
 
 export interface ChatTool {
   type: 'function';
@@ -122,3 +126,48 @@ export async function startStandInModel(
     },
   };
 }
+
+/** Imports an OpenAI credential (`id`, `name`) whose Base URL is `baseUrl` (a stand-in's `url`) into the test's n8n. */
+export async function importOpenAiCredential(
+  n8n: RealN8n,
+  credential: { id: string; name: string },
+  baseUrl: string,
+): Promise<void> {
+  const file = join(n8n.home, `${credential.id}.json`);
+  await writeFile(
+    file,
+    JSON.stringify([{ ...credential, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: baseUrl } }]),
+  );
+  const imported = await n8n.run(['import:credentials', `--input=${file}`]);
+  expect(imported.code, tail(imported)).toBe(0);
+}
+
+/**
+ * A script for an invoice question: first a call of the tool `toolName` with the link (.txt or
+ * .pdf) found in the user's message, then a final answer built from the tool's answer. A tool answer
+ * without an invoice number and total is refused (the agent run then fails with this message): n8n
+ * hands the model '""' when the agent is resumed before its tool ran (docs/n8n.md).
+ */
+export const extractThenAnswer =
+  (toolName: string) =>
+  (request: ChatRequest): ScriptedAnswer => {
+    const toolMessage = request.messages.find((m) => m.role === 'tool');
+    if (!toolMessage) {
+      const prompt = request.messages
+        .filter((m) => m.role === 'user')
+        .map(textOf)
+        .join('\n');
+      const url = /https?:\/\/\S+\.(?:txt|pdf)/.exec(prompt)?.[0];
+      const tool = request.tools?.find((t) => t.function.name === toolName);
+      if (!url || !tool) throw new Error(`no link in the prompt or no tool ${toolName} offered: ${prompt}`);
+      return { toolCall: { name: tool.function.name, arguments: { url } } };
+    }
+    const content = textOf(toolMessage);
+    const parsed = JSON.parse(content) as unknown;
+    const first = (Array.isArray(parsed) ? parsed[0] : parsed) as Record<string, unknown> | undefined;
+    if (typeof first !== 'object' || first === null || !first['Invoice number'] || first.Total === undefined)
+      throw new Error(`the tool's answer carries no invoice number and total: ${content}`);
+    return {
+      text: `The invoice number is ${String(first['Invoice number'])} and the total is ${String(first.Total)}.`,
+    };
+  };

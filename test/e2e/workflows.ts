@@ -1,4 +1,6 @@
 /** Workflows the real-n8n tests import. */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { CREDENTIAL, type RunData } from './real-n8n.ts';
 
@@ -50,3 +52,60 @@ export const outputOf = (runData: RunData, node: string, output = 0) => {
   expect(runData[node], `node ${node} ran`).toBeDefined();
   return runData[node]![0]!.data!.main[output] ?? [];
 };
+
+interface ExampleNode {
+  name: string;
+  type: string;
+  parameters: Record<string, unknown> & { additionalFields?: Record<string, unknown> };
+  credentials?: Record<string, { id: string; name: string }>;
+}
+export interface ExampleWorkflow {
+  id: string;
+  name: string;
+  active: boolean;
+  nodes: ExampleNode[];
+  connections: Record<string, unknown>;
+  settings?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/**
+ * A workflow of examples/ filled in the way its builder would after importing it: the Docex
+ * credential of the test's n8n, `templateId` wherever a Docex node picks a template, file paths
+ * under `/files/` moved into `filesDir`, and any other credential from `credentials` (by type).
+ * Everything else stays as shipped.
+ */
+export async function exampleWorkflow(
+  file: string,
+  id: string,
+  fill: {
+    templateId: number;
+    filesDir?: string;
+    credentials?: Record<string, { id: string; name: string }>;
+  },
+): Promise<ExampleWorkflow> {
+  const shipped = JSON.parse(
+    await readFile(join(import.meta.dirname, '../../examples', file), 'utf8'),
+  ) as ExampleWorkflow;
+  const credentials = { ...CREDENTIAL, ...fill.credentials };
+  for (const node of shipped.nodes) {
+    for (const type of Object.keys(node.credentials ?? {})) {
+      const credential = credentials[type as keyof typeof credentials];
+      if (!credential) throw new Error(`${file}: node "${node.name}" needs a ${type} credential`);
+      node.credentials![type] = credential;
+    }
+    if (!node.type.startsWith('n8n-nodes-docex.')) continue;
+    const { parameters } = node;
+    if (parameters.templateId) parameters.templateId = templateById(fill.templateId);
+    if (parameters.additionalFields?.templateId)
+      parameters.additionalFields.templateId = templateById(fill.templateId);
+  }
+  for (const node of shipped.nodes) {
+    const selector = node.parameters.fileSelector;
+    if (typeof selector === 'string' && selector.startsWith('/files/')) {
+      if (!fill.filesDir) throw new Error(`${file}: node "${node.name}" reads ${selector}: give filesDir`);
+      node.parameters.fileSelector = join(fill.filesDir, selector.slice('/files/'.length));
+    }
+  }
+  return { ...shipped, id, active: false };
+}
