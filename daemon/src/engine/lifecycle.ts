@@ -16,6 +16,8 @@
  *
  * Run-level faults (key refused, upload target missing, service unreachable) are effects, not file
  * failures: the file goes back to `stable` and waits.
+ *
+ * Whether a file found at a path becomes a row at all is `isNewWork`, pure as well.
  */
 import {
   DocexConnectionError,
@@ -44,6 +46,8 @@ export const FILE_STATES: readonly FileState[] = [
 ];
 /** States a file is still in the pipeline with: its path is not discovered again. */
 export const ACTIVE_STATES: readonly FileState[] = ['discovered', 'stable', 'uploading', 'uploaded', 'done'];
+/** States a restart changes (`restarted` below); rows in the others are left as they are. */
+export const RESTARTED_STATES: readonly FileState[] = ['uploading', 'discovered', 'held'];
 
 /** The allowed transitions (a state to itself is always allowed: a field changes, the state not). */
 export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
@@ -111,21 +115,54 @@ export interface Policy {
   random: () => number;
 }
 
+/** What the DB knows of a path: enough to tell new work from a file it holds or finished. */
+export type KnownFile = Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'>;
+
+/**
+ * Whether a file found at a path (a watcher event, a scan) is new work, given the row the DB has
+ * for that path, if any, and the watch's on_success.
+ */
+export function isNewWork(
+  found: { size: number; mtimeMs: number; ino: number },
+  known: KnownFile | undefined,
+  onSuccess: 'move' | 'delete' | 'keep',
+): boolean {
+  if (!known) return true;
+  if (ACTIVE_STATES.includes(known.state) || known.state === 'failed' || known.state === 'held') return false;
+  // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
+  if (onSuccess !== 'keep') return true;
+  return (
+    known.size !== found.size ||
+    known.mtime_ms !== found.mtimeMs ||
+    (known.ino !== 0 && known.ino !== found.ino)
+  );
+}
+
+/** Other rows with the same bytes as a row due for upload. */
+export interface SameBytes {
+  /** The document of a row with these bytes that was processed already, else null. */
+  doneDocumentId: number | null;
+  /** Whether another row with these bytes is being uploaded or waits for its task. */
+  inFlight: boolean;
+}
+
 export type Observation =
+  /** A stable row is due for upload; what the DB and the running uploads know of its bytes. */
+  | { kind: 'upload-due'; sameBytes: SameBytes }
+  /**
+   * An uploaded row is due: its task is polled, or its document's data read (a reused document
+   * has no task). `firstPollMs`: how long after the upload a task not yet polled is polled first
+   * (engine/poll-timing.ts, from what its watch's tasks took so far).
+   */
+  | { kind: 'poll-due'; firstPollMs: number }
   /** The file's size and mtime as seen now (during the stability wait or just before upload). */
   | { kind: 'file-seen'; size: number; mtimeMs: number }
   | { kind: 'file-vanished' }
   /** The file's hash, with size and mtime unchanged from before to after hashing. */
   | { kind: 'hashed'; sha256: string; size: number; mtimeMs: number }
-  /** The same bytes were already processed here: that document is reused. */
-  | { kind: 'same-bytes-done'; documentId: number }
-  /** The same bytes are being uploaded by another row: wait for it. */
-  | { kind: 'same-bytes-in-flight' }
   | { kind: 'upload-starting' }
   /** firstPollMs: when to poll the task first, after this answer (engine/poll-timing.ts); default poll.interval_ms. */
   | { kind: 'upload-answered'; taskId: string; firstPollMs?: number }
-  /** A task not yet polled is not polled now but at `until` (its watch's tasks take longer; poll-timing.ts). */
-  | { kind: 'poll-postponed'; until: number }
   | { kind: 'upload-failed'; error: unknown }
   | { kind: 'task'; result: TaskResult }
   /** fetch_tasks_results or fetch_document_data failed. */
@@ -157,6 +194,8 @@ export type Effect =
   | { kind: 'none' }
   | { kind: 'hash' }
   | { kind: 'upload' }
+  /** Ask the service for the task's result. */
+  | { kind: 'poll' }
   | { kind: 'write-results'; documentId: number; outcome: 'processed' | 'duplicate' }
   | { kind: 'archive' }
   | { kind: 'report-failure' }
@@ -262,20 +301,23 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
       if (state === 'discovered' || state === 'stable' || state === 'uploading')
         return fail('the file disappeared before it was uploaded');
       return keep();
-    case 'same-bytes-done':
+    case 'upload-due': {
       if (state !== 'stable') return keep();
-      return to({
-        state: 'uploaded',
-        task_id: null,
-        document_id: obs.documentId,
-        outcome: 'duplicate',
-        uploaded_at: now,
-        next_at: now,
-        reason: null,
-      });
-    case 'same-bytes-in-flight':
-      if (state !== 'stable') return keep();
-      return to({ next_at: now + policy.poll.interval_ms });
+      // The same bytes, done or on their way, never reach the service twice under two names.
+      const { doneDocumentId, inFlight } = obs.sameBytes;
+      if (doneDocumentId !== null)
+        return to({
+          state: 'uploaded',
+          task_id: null,
+          document_id: doneDocumentId,
+          outcome: 'duplicate',
+          uploaded_at: now,
+          next_at: now,
+          reason: null,
+        });
+      if (inFlight) return to({ next_at: now + policy.poll.interval_ms });
+      return keep({ kind: 'upload' });
+    }
     case 'upload-starting':
       if (state !== 'stable') return keep();
       return to({ state: 'uploading', attempts: row.attempts + 1 }, { kind: 'upload' });
@@ -290,9 +332,21 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
         poll_interval_ms: 0,
         reason: null,
       });
-    case 'poll-postponed':
-      if (state !== 'uploaded' || row.poll_interval_ms !== 0) return keep();
-      return to({ next_at: Math.min(Math.max(now, obs.until), deadlineOf(row, policy)) });
+    case 'poll-due': {
+      if (state !== 'uploaded') return keep();
+      if (row.task_id === null) {
+        // The same bytes were processed already: that document's data, no task to poll.
+        if (row.document_id === null) return keep();
+        const outcome = row.outcome === 'duplicate' ? 'duplicate' : 'processed';
+        return keep({ kind: 'write-results', documentId: row.document_id, outcome });
+      }
+      // Not polled yet: its watch's tasks may have been seen to take longer than this one was given.
+      if (row.poll_interval_ms === 0 && row.uploaded_at !== null) {
+        const until = row.uploaded_at + obs.firstPollMs;
+        if (until > now) return to({ next_at: Math.min(until, deadlineOf(row, policy)) });
+      }
+      return keep({ kind: 'poll' });
+    }
     case 'upload-failed':
       return state === 'uploading' ? uploadFailed(row, obs.error, now, policy) : keep();
     case 'task':

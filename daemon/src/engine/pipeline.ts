@@ -21,13 +21,15 @@ import {
 import type { Config, WatchConfig } from '../common/config.ts';
 import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
 import {
-  ACTIVE_STATES,
   decide,
   describe,
+  isNewWork,
+  RESTARTED_STATES,
   type Decision,
   type FileRow,
   type Observation,
   type Policy,
+  type SameBytes,
   NEVER,
   reviewStepOf,
 } from './lifecycle.ts';
@@ -202,7 +204,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
   recover() {
     const { db, log } = this.deps;
-    for (const state of ['uploading', 'discovered', 'held'] as const) {
+    for (const state of RESTARTED_STATES) {
       for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
         for (const row of rows) {
           this.apply(row, { kind: 'restarted' });
@@ -217,28 +219,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     db.flush();
   }
 
-  /** Whether a file at `path` is new work, given what the DB knows of that path. */
-  private isNew(
-    watch: WatchConfig,
-    file: Candidate,
-    known: Pick<FileRow, 'state' | 'size' | 'mtime_ms' | 'ino'> | undefined,
-  ) {
-    if (!known) return true;
-    if (ACTIVE_STATES.includes(known.state) || known.state === 'failed' || known.state === 'held')
-      return false;
-    // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
-    if (watch.on_success !== 'keep') return true;
-    return (
-      known.size !== file.size ||
-      known.mtime_ms !== file.mtimeMs ||
-      (known.ino !== 0 && known.ino !== file.ino)
-    );
-  }
-
   /** A file reported by the watcher. */
   candidate(watch: WatchConfig, file: Candidate) {
     const { db, log } = this.deps;
-    if (!this.isNew(watch, file, db.current(file.path))) return;
+    if (!isNewWork(file, db.current(file.path), watch.on_success)) return;
     const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
     log.debug({ file: file.path, id: created.id }, 'discovered');
     this.deps.metrics?.discovered.inc();
@@ -271,7 +255,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       files.map((f) => f.path),
       watch.on_success === 'keep',
     );
-    const fresh = files.filter((f) => this.isNew(watch, f, known.get(f.path)));
+    const fresh = files.filter((f) => isNewWork(f, known.get(f.path), watch.on_success));
     if (fresh.length) {
       db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
       db.flush();
@@ -346,24 +330,31 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     return Math.min(db.nextDue(now) ?? Infinity, probe);
   }
 
+  /** Other rows with the row's bytes: processed (reused), or being uploaded by this run or waiting for their task. */
+  private sameBytes(row: FileRow): SameBytes {
+    const { db } = this.deps;
+    if (!row.sha256) return { doneDocumentId: null, inFlight: false };
+    const done = db.completedWithHash(row.sha256, row.id);
+    if (done) return { doneDocumentId: done.document_id!, inFlight: false };
+    return {
+      doneDocumentId: null,
+      inFlight: this.uploadingHashes.has(row.sha256) || db.inFlightWithHash(row.sha256, row.id) !== undefined,
+    };
+  }
+
   private startUploads(now: number) {
     const { db, config } = this.deps;
     const limit = config.api.concurrency;
     const starting = (row: FileRow) => {
       if (this.scheduler.has(row.id) || this.scheduler.running('upload') >= limit) return;
-      // The same bytes, done or on their way: decided now, before any await, so two names of one
-      // content never both reach the service.
-      const done = row.sha256 ? db.completedWithHash(row.sha256, row.id) : undefined;
-      if (done) {
-        this.apply(row, { kind: 'same-bytes-done', documentId: done.document_id! });
-        this.deps.log.info(
-          { file: row.path, documentId: done.document_id },
-          'same content already processed: not uploaded again',
-        );
-        return;
-      }
-      if (row.sha256 && (this.uploadingHashes.has(row.sha256) || db.inFlightWithHash(row.sha256, row.id))) {
-        this.apply(row, { kind: 'same-bytes-in-flight' });
+      // Looked at now, before any await, so two names of one content never both reach the service.
+      const due = this.apply(row, { kind: 'upload-due', sameBytes: this.sameBytes(row) });
+      if (due.decision.effect.kind !== 'upload') {
+        if (due.row.state === 'uploaded')
+          this.deps.log.info(
+            { file: row.path, documentId: due.row.document_id },
+            'same content already processed: not uploaded again',
+          );
         return;
       }
       if (row.sha256) this.uploadingHashes.add(row.sha256);
@@ -462,20 +453,15 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** An open task: its result, then the document's data and the result files, then archiving. */
   private async poll(row: FileRow) {
     const { client } = this.deps;
+    const poll = this.deps.config.poll;
+    const firstPollMs = firstPollDelayMs(this.estimateOf(row), poll);
+    let next = this.apply(row, { kind: 'poll-due', firstPollMs }).decision.effect;
     let current = row;
     let task: TaskResult | null = null;
-    let documentId = row.document_id;
-    let outcome = row.outcome === 'duplicate' ? ('duplicate' as const) : ('processed' as const);
-    if (row.task_id !== null) {
-      const poll = this.deps.config.poll;
-      const first = row.poll_interval_ms === 0 && row.uploaded_at !== null;
-      if (first) {
-        // Learnt since this task's upload: its watch's tasks take longer than its first poll allows.
-        const until = row.uploaded_at! + firstPollDelayMs(this.estimateOf(row), poll);
-        if (until > this.now()) return void this.apply(row, { kind: 'poll-postponed', until });
-      }
+    if (next.kind === 'poll') {
+      const first = row.poll_interval_ms === 0;
       try {
-        task = await client.fetchTasksResults({ task_id: row.task_id });
+        task = await client.fetchTasksResults({ task_id: row.task_id! });
       } catch (error) {
         this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
         return void this.apply(row, { kind: 'poll-failed', error });
@@ -496,17 +482,13 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           ),
         );
       const answered = this.apply(row, { kind: 'task', result: task });
-      const effect = answered.decision.effect;
-      if (effect.kind !== 'write-results') {
-        if (task.status !== 'IN PROGRESS' && answered.row.state === 'uploaded')
-          this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
-        return;
-      }
+      next = answered.decision.effect;
+      if (next.kind !== 'write-results' && task.status !== 'IN PROGRESS' && answered.row.state === 'uploaded')
+        this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
       current = answered.row;
-      documentId = effect.documentId;
-      outcome = effect.outcome;
     }
-    if (documentId === null) return;
+    if (next.kind !== 'write-results') return;
+    const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;
     let data;
     try {

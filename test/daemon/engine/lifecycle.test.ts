@@ -22,7 +22,9 @@ import {
   decide,
   FILE_STATES,
   EMPTY_FILE,
+  isNewWork,
   NEVER,
+  RESTARTED_STATES,
   reviewStepOf,
   TRANSITIONS,
   type FileRow,
@@ -103,8 +105,11 @@ const observations: Observation[] = [
   { kind: 'file-vanished' },
   { kind: 'hashed', sha256: 'abc', size: 100, mtimeMs: 5000 },
   { kind: 'hashed', sha256: 'abc', size: 120, mtimeMs: 5000 },
-  { kind: 'same-bytes-done', documentId: 9 },
-  { kind: 'same-bytes-in-flight' },
+  { kind: 'upload-due', sameBytes: { doneDocumentId: null, inFlight: false } },
+  { kind: 'upload-due', sameBytes: { doneDocumentId: 9, inFlight: false } },
+  { kind: 'upload-due', sameBytes: { doneDocumentId: null, inFlight: true } },
+  { kind: 'poll-due', firstPollMs: 1000 },
+  { kind: 'poll-due', firstPollMs: 30_000 },
   { kind: 'upload-starting' },
   { kind: 'upload-answered', taskId: 't-2' },
   ...Object.values(errors).map((error): Observation => ({ kind: 'upload-failed', error })),
@@ -258,16 +263,84 @@ describe('lifecycle: waiting for a file to settle', () => {
     expect(decide(row('uploaded'), { kind: 'file-vanished' }, T0, policy).changes).toBeUndefined();
   });
 
-  it('the same bytes: reused when done, waited for while in flight', () => {
-    const reuse = decide(row('stable'), { kind: 'same-bytes-done', documentId: 42 }, T0, policy);
-    expect(reuse.changes).toMatchObject({
-      state: 'uploaded',
-      task_id: null,
-      document_id: 42,
-      outcome: 'duplicate',
-    });
-    const wait = decide(row('stable'), { kind: 'same-bytes-in-flight' }, T0, policy);
+  it('the same bytes: reused when done (before waiting for one in flight), waited for while in flight, else uploaded', () => {
+    const due = (doneDocumentId: number | null, inFlight: boolean, state: FileState = 'stable') =>
+      decide(row(state), { kind: 'upload-due', sameBytes: { doneDocumentId, inFlight } }, T0, policy);
+    for (const inFlight of [false, true]) {
+      const reuse = due(42, inFlight);
+      expect(reuse.changes).toEqual({
+        state: 'uploaded',
+        task_id: null,
+        document_id: 42,
+        outcome: 'duplicate',
+        uploaded_at: T0,
+        next_at: T0,
+        reason: null,
+      });
+      expect(reuse.effect).toEqual({ kind: 'none' });
+    }
+    const wait = due(null, true);
     expect(wait.changes).toEqual({ next_at: T0 + 1000 });
+    expect(wait.effect).toEqual({ kind: 'none' });
+    expect(due(null, false)).toEqual({ changes: undefined, effect: { kind: 'upload' } });
+    // Only a stable row is sent: one that went back to settling, or on its way already, is not.
+    for (const state of FILE_STATES.filter((s) => s !== 'stable'))
+      expect(due(null, false, state), state).toEqual({ changes: undefined, effect: { kind: 'none' } });
+  });
+});
+
+describe('lifecycle: new work', () => {
+  const found = { size: 100, mtimeMs: 5000, ino: 7 };
+  const known = (state: FileState, extra: Partial<FileRow> = {}) => row(state, extra);
+
+  it('a path the DB has no row for is new work; one it holds, failed or held is not', () => {
+    expect(isNewWork(found, undefined, 'move')).toBe(true);
+    for (const state of FILE_STATES.filter((s) => s !== 'archived'))
+      for (const onSuccess of ['move', 'delete', 'keep'] as const)
+        expect(isNewWork(found, known(state), onSuccess), `${state}, ${onSuccess}`).toBe(false);
+  });
+
+  it('after archiving: a file at a moved or deleted path is new; a kept one only once it changed', () => {
+    expect(isNewWork(found, known('archived'), 'move')).toBe(true);
+    expect(isNewWork(found, known('archived'), 'delete')).toBe(true);
+    expect(isNewWork(found, known('archived'), 'keep')).toBe(false);
+    expect(isNewWork({ ...found, size: 101 }, known('archived'), 'keep')).toBe(true);
+    expect(isNewWork({ ...found, mtimeMs: 5001 }, known('archived'), 'keep')).toBe(true);
+    expect(isNewWork({ ...found, ino: 8 }, known('archived'), 'keep')).toBe(true);
+    // An inode not recorded (0: a row from before inodes were kept) is no change.
+    expect(isNewWork({ ...found, ino: 8 }, known('archived', { ino: 0 }), 'keep')).toBe(false);
+  });
+});
+
+describe('lifecycle: a due uploaded row', () => {
+  const uploaded = (extra: Partial<FileRow> = {}) => row('uploaded', extra);
+  const due = (r: FileRow, firstPollMs = 1000, now = T0 + 1000) =>
+    decide(r, { kind: 'poll-due', firstPollMs }, now, policy);
+
+  it('a task is polled; a reused document (no task) goes straight to its results, with its outcome', () => {
+    expect(due(uploaded())).toEqual({ changes: undefined, effect: { kind: 'poll' } });
+    const reused = uploaded({ task_id: null, document_id: 42, outcome: 'duplicate' });
+    expect(due(reused).effect).toEqual({ kind: 'write-results', documentId: 42, outcome: 'duplicate' });
+    expect(due({ ...reused, outcome: null }).effect).toEqual({
+      kind: 'write-results',
+      documentId: 42,
+      outcome: 'processed',
+    });
+    expect(due(uploaded({ task_id: null, document_id: null }))).toEqual({
+      changes: undefined,
+      effect: { kind: 'none' },
+    });
+    for (const state of FILE_STATES.filter((s) => s !== 'uploaded'))
+      expect(due(row(state)).effect, state).toEqual({ kind: 'none' });
+  });
+
+  it('a first poll waits until firstPollMs after the upload (never past the task timeout); later polls do not', () => {
+    const fresh = uploaded({ poll_interval_ms: 0 });
+    expect(due(fresh, 10_000).changes).toEqual({ next_at: T0 + 10_000 });
+    expect(due(fresh, 10_000).effect).toEqual({ kind: 'none' });
+    expect(due(fresh, 10_000_000).changes).toEqual({ next_at: T0 + policy.poll.task_timeout_ms });
+    expect(due(fresh, 1000).effect).toEqual({ kind: 'poll' });
+    expect(due(uploaded({ poll_interval_ms: 1500 }), 10_000).effect).toEqual({ kind: 'poll' });
   });
 });
 
@@ -479,6 +552,13 @@ describe('lifecycle: the review queue', () => {
 });
 
 describe('lifecycle: crash recovery and retry', () => {
+  it('RESTARTED_STATES are the states a restart changes (the shell reads only those at start)', () => {
+    const changed = FILE_STATES.filter(
+      (state) => decide(row(state), { kind: 'restarted' }, T0 + 5000, policy).changes !== undefined,
+    );
+    expect([...changed].sort()).toEqual([...RESTARTED_STATES].sort());
+  });
+
   it('after a restart an upload cut short is sent again; a settling file waits stable_ms anew', () => {
     expect(decide(row('uploading'), { kind: 'restarted' }, T0 + 9, policy).changes).toEqual({
       state: 'stable',

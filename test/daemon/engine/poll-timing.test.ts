@@ -200,15 +200,13 @@ describe('never more polls than the fixed schedule', () => {
       uploaded_at: 0,
       poll_interval_ms: 0,
     };
-    expect(decide(row, { kind: 'poll-postponed', until: 12_000 }, 2000, policy).changes).toEqual({
-      next_at: 12_000,
+    const due = (r: typeof row, firstPollMs: number) =>
+      decide(r, { kind: 'poll-due', firstPollMs }, 2000, policy);
+    expect(due(row, 12_000).changes).toEqual({ next_at: 12_000 });
+    expect(due(row, 9_000_000).changes?.next_at).toBe(POLL.task_timeout_ms);
+    expect(due({ ...row, poll_interval_ms: 3000 }, 12_000)).toEqual({
+      changes: undefined,
+      effect: { kind: 'poll' },
     });
-    expect(decide(row, { kind: 'poll-postponed', until: 9_000_000 }, 2000, policy).changes?.next_at).toBe(
-      POLL.task_timeout_ms,
-    );
-    expect(
-      decide({ ...row, poll_interval_ms: 3000 }, { kind: 'poll-postponed', until: 12_000 }, 2000, policy)
-        .changes,
-    ).toBeUndefined();
   });
 });
