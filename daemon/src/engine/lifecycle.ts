@@ -128,7 +128,8 @@ export function isNewWork(
   onSuccess: 'move' | 'delete' | 'keep',
 ): boolean {
   if (!known) return true;
-  if (ACTIVE_STATES.includes(known.state) || known.state === 'failed' || known.state === 'held') return false;
+  // Every state but archived holds the file: in flight, failed, held by routing, waiting for review.
+  if (known.state !== 'archived') return false;
   // Archived: moved or deleted, so a file at this path now is new work; kept in place, only if it changed.
   if (onSuccess !== 'keep') return true;
   return (
