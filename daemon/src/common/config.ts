@@ -8,6 +8,7 @@ import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/sha
 import { nodeCron, yaml } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { didYouMean } from './suggest.ts';
+import { ConfigError } from './errors.ts';
 import { parseNamePattern } from './names.ts';
 
 const positiveInt = z.number().int().positive();
@@ -216,14 +217,7 @@ export type Config = z.output<typeof ConfigSchema>;
 export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 
-/** A config mistake: the message names the file; `problems` holds one line per problem, each naming its key. */
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(message: string, problems: string[] = [message]) {
-    super(message);
-    this.problems = problems;
-  }
-}
+export { ConfigError } from './errors.ts';
 
 /** watch[0].template_id */
 const keyName = (path: readonly PropertyKey[]) =>

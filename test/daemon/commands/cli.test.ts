@@ -234,7 +234,7 @@ describe('rerun is safe in bulk', () => {
 
     const unfiltered = await finished(['rerun', '--config', world.configFile]);
     expect(unfiltered.code).toBe(2);
-    expect(unfiltered.stderr).toContain('--all-documents');
+    expect(unfiltered.stderr).toContain('add --all to mean it');
     const badDate = await finished(['rerun', '--config', world.configFile, '--from', '2026-13-01']);
     expect(badDate.code).toBe(2);
     expect(badDate.stderr).toContain('--from must be a calendar date YYYY-MM-DD (got "2026-13-01")');
