@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 
 const repo = join(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'docex-startup-'));
@@ -74,7 +75,15 @@ describe('from the sources', () => {
     for (const command of ['run', 'status', 'rerun', 'pull', 'retry', 'check'])
       expect(heavy(loaded(SOURCES['docex-sync'], [command, '--help']).modules), command).toEqual([]);
     expect(heavy(loaded(SOURCES['docex-sync'], ['status', '--confg', 'x']).modules)).toEqual([]);
-  });
+  }, 120_000);
+
+  it("docex's own commands (table.ts) answer --help with nothing heavy loaded", () => {
+    for (const command of COMMANDS)
+      expect(
+        heavy(loaded(SOURCES.docex, [...command.name.split(' '), '--help']).modules),
+        command.name,
+      ).toEqual([]);
+  }, 120_000);
 
   it('a command that does its work loads it: docex-sync status loads the store', () => {
     const config = join(dir, 'sync.yaml');
