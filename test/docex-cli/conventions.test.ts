@@ -10,7 +10,7 @@ import { actionsOf, RESOURCE_COMMANDS, HELP_WIDTH, wrap } from '../../daemon/src
 import { ConfigError } from '../../daemon/src/common/config.ts';
 import { SetupSchema } from '../../daemon/src/docex-cli/setup/model.ts';
 import { formatPlan, type Plan } from '../../daemon/src/docex-cli/setup/plan.ts';
-import { parseYaml } from '../../daemon/src/docex-cli/yaml.ts';
+import { parseYaml } from '../../daemon/src/common/yaml.ts';
 import packageJson from '../../daemon/package.json' with { type: 'json' };
 import { invoiceTemplate } from '../support/templates.ts';
 import { ACME_KEY, inProcess, useCliWorld } from './helpers.ts';

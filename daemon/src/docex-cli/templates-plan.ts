@@ -15,7 +15,7 @@ export async function planFor(options: Options, io: Io, where: string) {
   if (!file || extra.length) throw new UsageError(`give one setup file (see ${where} --help)`);
   const [{ contextFor }, { readYamlFile }, model, { plan }, { readAccount }] = await Promise.all([
     import('./context.ts'),
-    import('./yaml.ts'),
+    import('../common/yaml.ts'),
     import('./setup/model.ts'),
     import('./setup/plan.ts'),
     import('./setup/remote.ts'),
