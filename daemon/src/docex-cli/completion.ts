@@ -12,8 +12,11 @@ export const command: Command = {
   async run(options, io) {
     const [shell] = options.args;
     if (shell !== 'bash' && shell !== 'zsh') throw new UsageError('give bash or zsh');
-    const { completionScript } = await import('./completion-script.ts');
-    io.stdout.write(completionScript(shell));
+    const [{ completionScript }, { COMMANDS }] = await Promise.all([
+      import('./completion-script.ts'),
+      import('./table.ts'),
+    ]);
+    io.stdout.write(completionScript(shell, await Promise.all(COMMANDS.map((row) => row.load()))));
     return EXIT.ok;
   },
 };
