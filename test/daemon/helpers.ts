@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
 import { vi } from 'vitest';
@@ -13,6 +13,8 @@ import { invoiceTemplate } from '../support/templates.ts';
 import { loadConfig, type Config } from '../../daemon/src/common/config.ts';
 import { startDaemon, type RunningDaemon, type StartOptions } from '../../daemon/src/engine/daemon.ts';
 import { createLogger } from '../../daemon/src/common/logging.ts';
+import { main as syncMain } from '../../daemon/src/commands/docex-sync.ts';
+import type { SyncIo } from '../../daemon/src/commands/io.ts';
 
 export const SECRET = 'sk-docex-very-secret-4711';
 
@@ -198,3 +200,30 @@ export const stateOf = (world: World, name: string) => {
     return undefined;
   }
 };
+
+/** docex-sync's main() in this process: what it printed and its exit code (stdin and stderr not terminals unless `tty`). */
+export async function syncInProcess(
+  args: string[],
+  options: { env?: Record<string, string>; tty?: boolean; io?: Partial<SyncIo> } = {},
+) {
+  let stdout = '';
+  let stderr = '';
+  const sink = (append: (s: string) => void) =>
+    Object.assign(
+      new Writable({
+        write(chunk, _encoding, done) {
+          append(String(chunk));
+          done();
+        },
+      }),
+      { isTTY: options.tty ?? false },
+    );
+  const code = await syncMain(args, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    stdin: Object.assign(new PassThrough(), { isTTY: options.tty ?? false }),
+    env: { DOCEX_API_KEY: SECRET, NO_COLOR: '', ...options.env },
+    ...options.io,
+  });
+  return { code, stdout, stderr };
+}

@@ -82,6 +82,26 @@ describe('commands from the operation table', () => {
       { encoding: 'utf8' },
     );
     expect(words.trim().split(' ')).toEqual(['list', 'get', 'create', 'update', 'delete']);
+    const complete = (line: string, index: number) =>
+      execFileSync(
+        'bash',
+        ['-c', `${stdout}\nCOMP_WORDS=(${line}); COMP_CWORD=${index}; _docex; echo "\${COMPREPLY[@]}"`],
+        { encoding: 'utf8' },
+      )
+        .trim()
+        .split(' ');
+    // docex's own commands and their flags come from their files (table.ts), the old spellings not offered.
+    expect(complete('docex templates ""', 2)).toEqual(
+      expect.arrayContaining(['list', 'export', 'plan', 'apply']),
+    );
+    const rerun = complete('docex rerun --', 2);
+    expect(rerun).toEqual(
+      expect.arrayContaining(['--template', '--folder', '--all', '--ids', '--json', '--debug']),
+    );
+    expect(rerun).not.toContain('--template-id');
+    expect(complete('docex templates apply --', 3)).toEqual(
+      expect.arrayContaining(['--prune', '--rerun', '--override', '--profile']),
+    );
   });
 });
 

@@ -10,7 +10,7 @@ import { actionsOf, RESOURCE_COMMANDS, HELP_WIDTH, wrap } from '../../daemon/src
 import { ConfigError } from '../../daemon/src/common/config.ts';
 import { SetupSchema } from '../../daemon/src/docex-cli/setup/model.ts';
 import { formatPlan, type Plan } from '../../daemon/src/docex-cli/setup/plan.ts';
-import { parseYaml } from '../../daemon/src/docex-cli/yaml.ts';
+import { parseYaml } from '../../daemon/src/common/yaml.ts';
 import packageJson from '../../daemon/package.json' with { type: 'json' };
 import { invoiceTemplate } from '../support/templates.ts';
 import { ACME_KEY, inProcess, useCliWorld } from './helpers.ts';
@@ -170,5 +170,56 @@ describe('templates plan', () => {
 
   it('with --prune counts them as deletes', () => {
     expect(formatPlan(plan, true).split('\n').at(-1)).toBe('Plan: 1 to create, 0 to change, 4 to delete.');
+  });
+});
+
+describe('flags named once, alike in docex and docex-sync', () => {
+  it('rerun: help shows --template, --folder and --all; the old spellings still work, hidden', async () => {
+    const help = (await inProcess(['rerun', '--help'])).stdout;
+    for (const flag of ['--template N', '--folder N', '--all', '--dry-run', '--json', '-c, --config FILE'])
+      expect(help).toContain(flag);
+    for (const old of ['--template-id', '--folder-id', '--all-documents']) expect(help).not.toContain(old);
+
+    const client = world.client(ACME_KEY);
+    const folder = await client.createFolder({ name: 'Aliases' });
+    const template = await invoiceTemplate(client, folder.id, 'Alias invoice');
+    await client.uploadAndWait(
+      {
+        files: [
+          { data: new TextEncoder().encode('Invoice number: AL-1\nTotal: 1,00\n'), fileName: 'al.txt' },
+        ],
+        template_id: template.id,
+      },
+      { intervalMs: 20 },
+    );
+    for (const flag of ['--template', '--template-id']) {
+      const dry = await world.run(['rerun', flag, String(template.id), '--dry-run']);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(JSON.parse(dry.stdout)).toMatchObject({ documents: 1 });
+    }
+    for (const flag of ['--folder', '--folder-id']) {
+      const dry = await world.run(['rerun', flag, String(folder.id), '--dry-run']);
+      expect(JSON.parse(dry.stdout)).toMatchObject({ documents: 1 });
+    }
+    const all = await world.run(['rerun', '--all-documents', '--dry-run']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(JSON.parse(all.stdout).documents).toBeGreaterThanOrEqual(1);
+    expect(await world.run(['rerun'])).toMatchObject({
+      code: 2,
+      stderr: 'docex rerun: give --template, --folder, --from/--to or --ids (or --all for every document)\n',
+    });
+  });
+
+  it('usage mistakes name the command and exit 2, as in docex-sync', async () => {
+    expect(await inProcess(['rerun', '--templte', '3'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'docex rerun: unknown flag --templte (did you mean "--template"?) (see docex rerun --help)\n',
+    });
+    expect(await inProcess(['templates', 'plan', '-c'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'docex templates plan: --config needs a value\n',
+    });
   });
 });

@@ -10,7 +10,7 @@ import {
   toSetup,
   type Account,
 } from '../../daemon/src/docex-cli/setup/model.ts';
-import { parseYaml } from '../../daemon/src/docex-cli/yaml.ts';
+import { parseYaml } from '../../daemon/src/common/yaml.ts';
 
 const load = (text: string) => {
   const located = parseYaml(text, 'setup.yaml', SetupSchema);
@@ -92,7 +92,9 @@ describe('the setup file', () => {
   });
 
   it('reports broken YAML with its line', () => {
-    expect(errorOf('version: 1\nfolders:\n  - name: [\n')).toMatch(/^setup\.yaml:\d+: not valid YAML/);
+    expect(errorOf('version: 1\nfolders:\n  - name: [\n')).toMatch(
+      /^setup\.yaml: not valid YAML at line \d+, column \d+: /,
+    );
   });
 
   it('accepts the annotated example in examples/setup.yaml', () => {

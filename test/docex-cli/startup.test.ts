@@ -6,11 +6,12 @@
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 
 const repo = join(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'docex-startup-'));
@@ -36,7 +37,8 @@ let run = 0;
 function loaded(script: string, args: string[]) {
   const log = join(dir, `modules-${run++}.txt`);
   writeFileSync(log, '');
-  const stdout = execFileSync(process.execPath, ['--import', hook, script, ...args], {
+  // A usage mistake exits 2: the modules it loaded are what counts.
+  const { stdout } = spawnSync(process.execPath, ['--import', hook, script, ...args], {
     cwd: repo,
     env: { ...process.env, RECORD_MODULES: log, NODE_DISABLE_COMPILE_CACHE: '1' },
     encoding: 'utf8',
@@ -67,10 +69,21 @@ describe('from the sources', () => {
     });
   }
 
-  it('docex-sync --help and a usage mistake load nothing heavy either', () => {
+  it("docex-sync --help, every command's --help and a usage mistake load nothing heavy either", () => {
+    // A command's file is loaded for its --help: its work must be imported inside run (common/command.ts).
     expect(heavy(loaded(SOURCES['docex-sync'], ['--help']).modules)).toEqual([]);
-    expect(heavy(loaded(SOURCES['docex-sync'], ['run', '--help']).modules)).toEqual([]);
-  });
+    for (const command of ['run', 'status', 'rerun', 'pull', 'retry', 'approve', 'check'])
+      expect(heavy(loaded(SOURCES['docex-sync'], [command, '--help']).modules), command).toEqual([]);
+    expect(heavy(loaded(SOURCES['docex-sync'], ['status', '--confg', 'x']).modules)).toEqual([]);
+  }, 120_000);
+
+  it("docex's own commands (table.ts) answer --help with nothing heavy loaded", () => {
+    for (const command of COMMANDS)
+      expect(
+        heavy(loaded(SOURCES.docex, [...command.name.split(' '), '--help']).modules),
+        command.name,
+      ).toEqual([]);
+  }, 120_000);
 
   it('a command that does its work loads it: docex-sync status loads the store', () => {
     const config = join(dir, 'sync.yaml');

@@ -1,46 +1,67 @@
-/**
- * Approval of documents waiting for review (the status page's Approve, POST /api/approve, and
- * `docex-sync approve`): each goes back to `done`, approved, and the archiving step of the running
- * daemon moves its results from review_dir into output and its original on to the processed folder
- * (outputs/review.ts, release). Only the DB changes here, so a page, a shell and the daemon never
- * move the same files at once; a daemon that is not running moves them when it next starts.
- */
-import { decide } from '../engine/lifecycle.ts';
-import { policyOf, type RetryDeps } from './retry.ts';
+/** `docex-sync approve`: documents waiting for review, named (as found or as waiting) or all, approved. */
+import { isOn } from '../common/args.ts';
+import type { Command } from '../common/command.ts';
+import { UsageError } from '../common/errors.ts';
+import { EXIT } from '../common/exit-codes.ts';
+import type { SyncIo } from './io.ts';
 
-export interface ApproveOutcome {
-  approved: number[];
-  skipped: Array<{ id: number; reason: string }>;
-}
-
-export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): ApproveOutcome {
-  const { db, config } = deps;
-  const now = (deps.now ?? Date.now)();
-  db.flush();
-  const rows =
-    which === 'all'
-      ? db.inReview(1_000_000)
-      : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
-  const outcome: ApproveOutcome = { approved: [], skipped: [] };
-  for (const row of rows) {
-    if (row.state !== 'review') {
-      outcome.skipped.push({
-        id: row.id,
-        reason:
-          row.state === 'missing' ? 'no such file' : `it is not waiting for review (it is ${row.state})`,
-      });
-      continue;
+export const command: Command<SyncIo> = {
+  name: 'approve',
+  usage: 'docex-sync approve --config FILE (--all | NAME_OR_PATTERN ...)',
+  description: `Approves documents a review rule held (docex-sync status lists them with their reasons): the running
+daemon moves their results from review_dir into output and their original on to the processed folder
+(a daemon that is not running does it when it next starts). Name files by name, path or pattern
+(* within a name, ** across folders), as found or as waiting in review_dir, or give --all.`,
+  flags: [{ name: 'all', help: 'every file waiting for review' }],
+  maxArgs: Infinity,
+  async run(options, io) {
+    const all = isOn(options, 'all');
+    const patterns = options.args;
+    if (!all && patterns.length === 0)
+      throw new UsageError('name the files to approve (names, paths or patterns), or give --all');
+    const [{ open }, { existsSync }, { namedIds }, { basename }, { StateDb }, { approveReviewed }] =
+      await Promise.all([
+        import('./context.ts'),
+        import('node:fs'),
+        import('./named-files.ts'),
+        import('node:path'),
+        import('../store/state.ts'),
+        import('../engine/approve.ts'),
+      ]);
+    const { config, out } = open(options, io);
+    if (!existsSync(config.state_db)) {
+      out('0 file(s) approved: there is no state DB yet.');
+      return EXIT.ok;
     }
-    const watch = config.watch.find((w) => w.path === row.watch);
-    if (!watch) {
-      outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
-      continue;
+    const db = new StateDb(config.state_db);
+    try {
+      const ids = all
+        ? 'all'
+        : namedIds(db.inReview(1_000_000), patterns, (r) =>
+            r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]],
+          );
+      const { approved, skipped } = approveReviewed({ db, config, now: io.now }, ids);
+      for (const s of skipped)
+        io.stderr.write(
+          `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
+        );
+      if (ids !== 'all' && ids.length === 0)
+        io.stderr.write(
+          `docex-sync approve: no file waiting for review matches ${patterns.join(', ')} (docex-sync status lists them)\n`,
+        );
+      const running = approved.length > 0 && db.daemonRunning();
+      out(
+        `${approved.length} file(s) approved${
+          approved.length === 0
+            ? '.'
+            : running
+              ? ': the running docex-sync moves them to the processed and output folders now.'
+              : ': docex-sync is not running; it moves them to the processed and output folders when it next starts.'
+        }`,
+      );
+    } finally {
+      db.close();
     }
-    const { changes } = decide(row, { kind: 'approve-requested' }, now, policyOf(config, watch));
-    db.update(row.id, changes!, now);
-    outcome.approved.push(row.id);
-  }
-  db.flush();
-  if (outcome.approved.length) deps.wake?.();
-  return outcome;
-}
+    return EXIT.ok;
+  },
+};

@@ -1,107 +1,46 @@
-/**
- * Retry of failed files from the running daemon (the status page's Retry button, POST /api/retry):
- * the file goes back into its watched folder and the same row starts over as discovered.
- */
-import { copyFile, rename, rm, stat } from 'node:fs/promises';
-import { relative } from 'node:path';
-import type { Config, WatchConfig } from '../common/config.ts';
-import { freeTarget } from '../common/files.ts';
-import { decide, NEVER, type Policy } from '../engine/lifecycle.ts';
-import type { StateDb } from '../store/state.ts';
+/** `docex-sync retry`: failed files, named or all, moved back into their watched folder. */
+import { isOn } from '../common/args.ts';
+import type { Command } from '../common/command.ts';
+import { UsageError } from '../common/errors.ts';
+import { EXIT } from '../common/exit-codes.ts';
+import type { SyncIo } from './io.ts';
 
-/** What a change beside the pipeline (retry, approve) needs. */
-export interface RetryDeps {
-  db: StateDb;
-  config: Config;
-  /** Told when rows changed (the pipeline's scheduler has no tick). */
-  wake?: () => void;
-  now?: () => number;
-}
-
-/** The lifecycle's policy for a file of `watch` (the pipeline's, for a change made beside it). */
-export const policyOf = (config: Config, watch: WatchConfig): Policy => ({
-  stable_ms: watch.stable_ms,
-  poll: config.poll,
-  upload: config.upload,
-  random: Math.random,
-});
-
-export interface RetryOutcome {
-  retried: number[];
-  skipped: Array<{ id: number; reason: string }>;
-}
-
-export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Promise<RetryOutcome> {
-  const { db, config } = deps;
-  const now = deps.now ?? Date.now;
-  db.flush();
-  const rows =
-    which === 'all'
-      ? db.inState('failed', 1_000_000)
-      : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
-  const outcome: RetryOutcome = { retried: [], skipped: [] };
-  for (const row of rows) {
-    if (row.state !== 'failed') {
-      outcome.skipped.push({
-        id: row.id,
-        reason: row.state === 'missing' ? 'no such file' : `it is ${row.state}`,
-      });
-      continue;
+export const command: Command<SyncIo> = {
+  name: 'retry',
+  usage: 'docex-sync retry --config FILE (--all | NAME_OR_PATTERN ...)',
+  description: `Moves failed files back into their watched folder (their .error.json is removed); the daemon picks them up
+again as new files. Name files by name, path or pattern (* within a name, ** across folders), or give --all.`,
+  flags: [{ name: 'all', help: 'every failed file' }],
+  maxArgs: Infinity,
+  async run(options, io) {
+    const all = isOn(options, 'all');
+    const patterns = options.args;
+    if (!all && patterns.length === 0)
+      throw new UsageError('name the failed files to retry (names, paths or patterns), or give --all');
+    const [{ open }, { existsSync }, { namedIds }, { StateDb }, { retryFailed }] = await Promise.all([
+      import('./context.ts'),
+      import('node:fs'),
+      import('./named-files.ts'),
+      import('../store/state.ts'),
+      import('../engine/retry.ts'),
+    ]);
+    const { config, out } = open(options, io);
+    if (!existsSync(config.state_db)) {
+      out('0 failed file(s) re-queued: there is no state DB yet.');
+      return EXIT.ok;
     }
-    const watch = config.watch.find((w) => w.path === row.watch);
-    if (!watch) {
-      outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
-      continue;
-    }
-    const { changes } = decide(
-      { ...row, finalized: 0 },
-      { kind: 'retry-requested' },
-      now(),
-      policyOf(config, watch),
-    );
-    if (!row.finalized) {
-      // Not moved to the failed folder yet: it is still where it was found.
-      db.update(row.id, changes!, now());
-      outcome.retried.push(row.id);
-      continue;
-    }
-    const there = await stat(row.path).then(
-      (s) => s.isFile(),
-      () => false,
-    );
-    if (!there) {
-      outcome.skipped.push({
-        id: row.id,
-        reason: `the file is no longer in the failed folder (${row.path})`,
-      });
-      continue;
-    }
-    // The row points at the file's place in the watched folder before it moves, so the watcher
-    // seeing it arrive finds an active row and does not count it twice. It is not due until the
-    // file is there: a running daemon sees this commit at once (wakeup.ts) and would otherwise
-    // look for the file before it arrives. (Cut short here, the next start makes it due.)
-    const back = await freeTarget(watch.path, row.rel);
-    const moved = { path: back, rel: relative(watch.path, back), finalized: 0 };
-    db.update(row.id, { ...changes, ...moved, next_at: NEVER }, now());
-    db.flush();
+    const db = new StateDb(config.state_db);
     try {
-      await rename(row.path, back).catch(async (error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EXDEV') throw error;
-        await copyFile(row.path, back);
-        await rm(row.path);
-      });
-    } catch (error) {
-      const before = Object.fromEntries(Object.keys(changes!).map((k) => [k, row[k as keyof typeof row]]));
-      db.update(row.id, { ...before, path: row.path, rel: row.rel, finalized: 1 }, now());
-      outcome.skipped.push({ id: row.id, reason: `could not move it back: ${(error as Error).message}` });
-      continue;
+      const ids = all ? 'all' : namedIds(db.inState('failed', 1_000_000), patterns);
+      const { retried, skipped } = await retryFailed({ db, config, now: io.now }, ids);
+      for (const s of skipped)
+        io.stderr.write(`docex-sync retry: not retried: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`);
+      out(`${retried.length} failed file(s) re-queued.`);
+      if (ids !== 'all' && ids.length === 0)
+        io.stderr.write(`docex-sync retry: no failed file matches ${patterns.join(', ')}\n`);
+    } finally {
+      db.close();
     }
-    db.update(row.id, { next_at: changes!.next_at }, now());
-    db.flush();
-    await rm(`${row.path}.error.json`, { force: true });
-    outcome.retried.push(row.id);
-  }
-  db.flush();
-  if (outcome.retried.length) deps.wake?.();
-  return outcome;
-}
+    return EXIT.ok;
+  },
+};

@@ -5,9 +5,10 @@ import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { resultSettings } from '../outputs/result-settings.ts';
 import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/shared';
-import { nodeCron, yaml } from './lazy.ts';
+import { nodeCron } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
-import { didYouMean } from './suggest.ts';
+import { ConfigError } from './errors.ts';
+import { invalidFile, readYamlFile } from './yaml.ts';
 import { parseNamePattern } from './names.ts';
 
 const positiveInt = z.number().int().positive();
@@ -258,69 +259,24 @@ export type Config = z.output<typeof ConfigSchema>;
 export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 
-/** A config mistake: the message names the file; `problems` holds one line per problem, each naming its key. */
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(message: string, problems: string[] = [message]) {
-    super(message);
-    this.problems = problems;
-  }
-}
+export { ConfigError } from './errors.ts';
 
-/** watch[0].template_id */
-const keyName = (path: readonly PropertyKey[]) =>
-  path
-    .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
-    .join('')
-    .replace(/^\./, '');
-
-/** The keys an object in the config schema accepts at `path` (through defaults, optionals and arrays). */
-export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
-  const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
-  if (def.innerType) return keysAt(def.innerType, path);
-  if (path.length === 0) return Object.keys(def.shape ?? {});
-  const [head, ...rest] = path;
-  if (def.element && typeof head === 'number') return keysAt(def.element, rest);
-  const next = def.shape?.[String(head)];
-  return next ? keysAt(next, rest) : [];
-}
+export { keysAt } from './yaml.ts';
 
 const isInside = (parent: string, child: string) => {
   const rel = relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 };
 
-/** Reads, validates and resolves paths (relative to the config file). */
+/**
+ * Reads, validates and resolves paths (relative to the config file). Every mistake is a line
+ * `file:line key: message` (common/yaml.ts, as for docex's files), all of them at once.
+ */
 export function loadConfig(file: string): Config {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new ConfigError(
-      `${file}: cannot read the config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-    );
-  }
-  let raw: unknown;
-  try {
-    raw = yaml().parse(text);
-  } catch (error) {
-    throw new ConfigError(
-      yamlProblem(file, error as Error & { linePos?: Array<{ line: number; col: number }> }),
-    );
-  }
-  const parsed = ConfigSchema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const problems = parsed.error.issues.flatMap((issue) => {
-      if (issue.code !== 'unrecognized_keys')
-        return [`${keyName(issue.path) || '(top level)'}: ${issue.message}`];
-      const known = keysAt(ConfigSchema, issue.path);
-      return issue.keys.map(
-        (key) => `${keyName([...issue.path, key])}: not a known key${didYouMean(key, known)}`,
-      );
-    });
-    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
-  }
-  const config = parsed.data;
+  const { data: config, at } = readYamlFile(file, ConfigSchema, {
+    invalid: 'invalid config',
+    recheck: `docex-sync check --config ${file}`,
+  });
   const base = dirname(resolve(file));
   const abs = (p: string) => resolve(base, p);
   config.state_db = abs(config.state_db);
@@ -329,14 +285,18 @@ export function loadConfig(file: string): Config {
   if (config.pull) config.pull.output = abs(config.pull.output);
   const problems: string[] = mailboxProblems(config.mailboxes);
   if (config.watch.length === 0 && config.mailboxes.length === 0)
-    problems.push('watch: give at least one folder to watch (or a mailbox under mailboxes)');
+    problems.push(`${at(['watch'])}: give at least one folder to watch (or a mailbox under mailboxes)`);
   resolveMailboxes(config, abs);
   if (config.http?.token_file) config.http.token_file = abs(config.http.token_file);
   if (config.http && !LOOPBACK.includes(config.http.host)) {
     if (!config.http.allow_remote)
-      problems.push(`http.host: ${config.http.host} is not loopback; set http.allow_remote: true to mean it`);
+      problems.push(
+        `${at(['http', 'host'])}: ${config.http.host} is not loopback; set http.allow_remote: true to mean it`,
+      );
     else if (!config.http.token_file)
-      problems.push('http.token_file: required when http.allow_remote is true (the page changes state)');
+      problems.push(
+        `${at(['http', 'token_file'])}: required when http.allow_remote is true (the page changes state)`,
+      );
   }
   config.watch.forEach((w, i) => {
     w.path = abs(w.path);
@@ -344,19 +304,19 @@ export function loadConfig(file: string): Config {
     w.failed_dir = abs(w.failed_dir);
     if (w.processed_dir) w.processed_dir = abs(w.processed_dir);
     if (w.review_dir) w.review_dir = abs(w.review_dir);
-    const key = `watch[${i}]`;
+    const key = (...path: PropertyKey[]) => at(['watch', i, ...path]);
     if (!w.review_dir && [w.review, ...w.routes.map((r) => r.review)].some(hasReviewRules))
-      problems.push(`${key}.review_dir: required when review rules are given (where held documents wait)`);
+      problems.push(`${key('review_dir')}: required when review rules are given (where held documents wait)`);
     if (w.template_id === undefined && w.folder_id === undefined && w.routes.length === 0)
-      problems.push(`${key}: give template_id or folder_id (or routes for its subfolders)`);
+      problems.push(`${key()}: give template_id or folder_id (or routes for its subfolders)`);
     if (w.routes.length > 0 && !w.recursive)
-      problems.push(`${key}.routes: routes map subfolders; set recursive: true so they are watched`);
+      problems.push(`${key('routes')}: routes map subfolders; set recursive: true so they are watched`);
     w.routes.forEach((r, j) => {
       if (r.template_id === undefined && r.folder_id === undefined)
-        problems.push(`${key}.routes[${j}]: give template_id or folder_id for "${r.match}"`);
+        problems.push(`${key('routes', j)}: give template_id or folder_id for "${r.match}"`);
     });
     if (w.on_success === 'move' && !w.processed_dir)
-      problems.push(`${key}.processed_dir: required when on_success is "move"`);
+      problems.push(`${key('processed_dir')}: required when on_success is "move"`);
     for (const [name, dir] of [
       ['output', w.output],
       ['failed_dir', w.failed_dir],
@@ -372,13 +332,12 @@ export function loadConfig(file: string): Config {
       });
       if (isInside(w.path, dir) && (!w.recursive ? rel === '' : !excluded)) {
         problems.push(
-          `${key}.${name}: ${dir} is inside the watched folder ${w.path}${w.recursive ? '; move it out or add it to exclude' : ''}`,
+          `${key(name)}: ${dir} is inside the watched folder ${w.path}${w.recursive ? '; move it out or add it to exclude' : ''}`,
         );
       }
     }
   });
-  if (problems.length)
-    throw new ConfigError(`${file}: invalid config\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
+  if (problems.length) throw invalidFile(file, problems, 'invalid config');
   return config;
 }
 
@@ -392,18 +351,6 @@ export function hasReviewRules(review: ReviewSettings | undefined): review is Re
     review.fraud?.max_score !== undefined ||
     review.line_total !== undefined
   );
-}
-
-/** A YAML syntax error as the line and column, the reason, the line itself with a caret under the spot, and what to do. */
-function yamlProblem(file: string, error: Error & { linePos?: Array<{ line: number; col: number }> }) {
-  const [first = '', ...rest] = error.message.split('\n');
-  const at = error.linePos?.[0];
-  const reason = first.replace(/ at line \d+, column \d+:?$/, '');
-  return [
-    `${file}: not valid YAML${at ? ` at line ${at.line}, column ${at.col}` : ''}: ${reason}`,
-    ...rest.filter((line) => line.trim() !== '').map((line) => `  ${line}`),
-    `  Fix it there (a value containing ": " or "#" needs quotes), then: docex-sync check --config ${file}`,
-  ].join('\n');
 }
 
 /**

@@ -3,7 +3,7 @@
  * mistakes with them before anything heavy is loaded (exit.ts maps errors to them).
  * 7 and up: the service could not be reached, and why, so that a script (or whoever reads its log)
  * knows what to fix: the network's DNS, the address, the proxy, its credentials, a certificate.
- * 6 is `docex-sync status`'s "failing" (commands/status.ts).
+ * 6 is `docex-sync status`'s "failing" (status/report.ts).
  */
 export const EXIT = {
   ok: 0,

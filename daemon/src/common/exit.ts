@@ -12,7 +12,7 @@ import {
   DocexTlsError,
   type ErrorKind,
 } from '@docex/shared';
-import { ConfigError } from './config.ts';
+import { ConfigError, UsageError } from './errors.ts';
 import { EXIT, type ExitCode } from './exit-codes.ts';
 
 export { EXIT, type ExitCode } from './exit-codes.ts';
@@ -35,7 +35,7 @@ export class StateDbUnusableError extends Error {}
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof KeyRefusedError) return EXIT.auth;
   if (error instanceof StateDbUnusableError) return EXIT.stateDb;
-  if (error instanceof ConfigError) return EXIT.usage;
+  if (error instanceof ConfigError || error instanceof UsageError) return EXIT.usage;
   if (error instanceof DocexError) return networkExitCode(error) ?? EXIT_OF_KIND[error.kind];
   return EXIT.failure;
 }

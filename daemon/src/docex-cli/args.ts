@@ -1,56 +1,18 @@
 /** Command-line words → flags and an operation's input, checked against the operation table. Pure. */
 import type { ParamSpec } from '@docex/shared';
-import { flagNamesOf, UsageError, type OperationCommand } from './commands.ts';
+import { splitWords, truthy, type SplitWords } from '../common/args.ts';
+import { UsageError } from '../common/errors.ts';
+import { flagNamesOf, type OperationCommand } from './commands.ts';
+import { GLOBAL_FLAGS } from './table.ts';
 
-export interface Flag {
-  name: string;
-  /** `--x v` / `--x=v` → 'v'; a boolean `--x` → true; `--no-x` → false. */
-  value: string | boolean;
-}
-export interface ParsedArgs {
-  positionals: string[];
-  flags: Flag[];
-}
+export type { Flag } from '../common/args.ts';
+export type ParsedArgs = SplitWords;
 
-const SHORT: Record<string, string> = { o: 'output', h: 'help' };
+const SHORT: Record<string, string> = { o: 'output', h: 'help', c: 'config' };
 
-/** Splits words into positionals and flags; `isBoolean(name)` says which flags take no value. */
-export function parseArgs(words: readonly string[], isBoolean: (name: string) => boolean): ParsedArgs {
-  const positionals: string[] = [];
-  const flags: Flag[] = [];
-  for (let i = 0; i < words.length; i++) {
-    const word = words[i]!;
-    if (word === '--') {
-      positionals.push(...words.slice(i + 1));
-      break;
-    }
-    const long = /^--([^=]+)(?:=(.*))?$/s.exec(word);
-    const short = /^-([a-zA-Z])$/.exec(word);
-    if (!long && !short) {
-      positionals.push(word);
-      continue;
-    }
-    const name = long ? long[1]! : (SHORT[short![1]!] ?? short![1]!);
-    const inline = long?.[2];
-    if (inline !== undefined) flags.push({ name, value: inline });
-    else if (isBoolean(name)) flags.push({ name, value: true });
-    else if (name.startsWith('no-')) flags.push({ name: name.slice(3), value: false });
-    else {
-      const next = words[i + 1];
-      if (next === undefined) throw new UsageError(`--${name} needs a value`);
-      flags.push({ name, value: next });
-      i++;
-    }
-  }
-  return { positionals, flags };
-}
-
-const truthy = (name: string, v: string | boolean): boolean => {
-  if (typeof v === 'boolean') return v;
-  if (/^(true|yes|1)$/i.test(v)) return true;
-  if (/^(false|no|0)$/i.test(v)) return false;
-  throw new UsageError(`--${name} takes true or false (got "${v}")`);
-};
+/** Splits words into positionals and flags (common/args.ts), with docex's -o and -h. */
+export const parseArgs = (words: readonly string[], isBoolean: (name: string) => boolean): ParsedArgs =>
+  splitWords(words, isBoolean, SHORT);
 
 function integer(name: string, v: string): number {
   if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`--${name} must be a whole number (got "${v}")`);
@@ -94,7 +56,11 @@ export interface Extras {
   values: readonly string[];
 }
 
-export const GLOBAL_EXTRAS: Extras = { booleans: ['json', 'help', 'debug'], values: ['profile', 'config'] };
+/** The global flags (table.ts) as names: the switches and the flags with a value. */
+export const GLOBAL_EXTRAS: Extras = {
+  booleans: GLOBAL_FLAGS.filter((f) => f.value === undefined).map((f) => f.name),
+  values: GLOBAL_FLAGS.filter((f) => f.value !== undefined).map((f) => f.name),
+};
 const UPLOAD_EXTRAS: Extras = {
   booleans: [...GLOBAL_EXTRAS.booleans, 'wait'],
   values: [...GLOBAL_EXTRAS.values, 'timeout'],

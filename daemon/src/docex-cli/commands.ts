@@ -11,8 +11,13 @@ import {
   type ParamSpec,
   type Resource,
 } from '@docex/shared';
+import { flagRows } from '../common/args.ts';
+import { columns as pad, wrap, HELP_WIDTH } from '../common/help.ts';
+import { COMMANDS, GLOBAL_FLAGS } from './table.ts';
 
-export class UsageError extends Error {}
+export { HELP_WIDTH, wrap } from '../common/help.ts';
+
+export { UsageError } from '../common/errors.ts';
 
 export interface OperationCommand {
   resource: string;
@@ -75,17 +80,8 @@ export function findOperationCommand(
 export const RESOURCE_COMMANDS = [...new Set(OPERATION_COMMANDS.map((c) => c.resource))];
 export const actionsOf = (resource: string) => OPERATION_COMMANDS.filter((c) => c.resource === resource);
 
-/** Flags every command understands, beside its own parameters. */
-export const COMMON_FLAGS = [
-  ['--json', 'print JSON (the default when the output is not a terminal)'],
-  [
-    '--profile NAME',
-    "account profile from the config file (default: DOCEX_PROFILE, then the file's default)",
-  ],
-  ['--config FILE', 'config file (default: DOCEX_CONFIG, then ~/.config/docex/config.yaml)'],
-  ['--debug', 'one line per HTTP request on stderr (also DOCEX_DEBUG=http); no key, no proxy password'],
-  ['-h, --help', 'this help'],
-] as const;
+/** Flags every command understands, beside its own parameters (table.ts names them once). */
+export const COMMON_FLAGS = flagRows(GLOBAL_FLAGS);
 
 /** The flag spellings of a parameter: --template_id, --template-id, and --template when it is unambiguous. */
 export function flagNamesOf(spec: OperationSpec, p: ParamSpec): string[] {
@@ -107,46 +103,6 @@ const KIND_HINT: Record<ParamSpec['kind'], string> = {
   metadata: 'TEXT|JSON',
   file: 'FILE',
   'file[]': 'FILE...',
-};
-
-/** Help fits a terminal of this many columns (a value list such as --format's wraps). */
-export const HELP_WIDTH = 100;
-/** The left column's widest entry; a longer one puts its description on the lines below. */
-const LEFT_MAX = 34;
-
-/** Words of `text` on lines of at most `width`; breaks after a space, a "|" or a ",". */
-export function wrap(text: string, width: number): string[] {
-  const lines: string[] = [];
-  let line = '';
-  for (const token of text.split(/(?<=[ |,])/)) {
-    if (line && (line + token).trimEnd().length > width) {
-      lines.push(line.trimEnd());
-      line = token.trimStart();
-    } else line += token;
-  }
-  if (line.trim()) lines.push(line.trimEnd());
-  return lines;
-}
-
-/** Two columns (flag or command, what it does), wrapped to HELP_WIDTH. */
-const pad = (rows: ReadonlyArray<readonly [string, string]>) => {
-  const left = Math.min(LEFT_MAX, Math.max(...rows.map(([a]) => a.length)));
-  const indent = ' '.repeat(2 + left + 2);
-  const right = HELP_WIDTH - indent.length;
-  return rows
-    .flatMap(([a, b]) => {
-      const description = wrap(b, right);
-      if (a.length <= left)
-        return [
-          `  ${a.padEnd(left)}  ${description[0] ?? ''}`.trimEnd(),
-          ...description.slice(1).map((d) => indent + d),
-        ];
-      // Too wide for the column: the flag on its own lines (its continuations indented), then the text.
-      const [first = '', ...more] = wrap(a, HELP_WIDTH - 2);
-      const rest = more.flatMap((m) => wrap(m, HELP_WIDTH - 6)).map((m) => `      ${m}`);
-      return [`  ${first}`, ...rest, ...description.map((d) => indent + d)];
-    })
-    .join('\n');
 };
 
 function paramLine(spec: OperationSpec, p: ParamSpec): [string, string] {
@@ -203,19 +159,10 @@ export function operationHelp(
   ].join('\n');
 }
 
-/** Shortcuts and templates-as-code commands: name, one-line summary (their help is in cli.ts). */
+/** The main help's "Commands": the upload shortcut, docex's own commands (table.ts), version. */
 export const EXTRA_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['upload FILE... [--template N | --folder N] [--wait]', 'upload files; --wait waits for the results'],
-  [
-    'rerun [--template N] [--folder N] [--from D] [--to D] [--override] [--dry-run]',
-    'rerun every matching document',
-  ],
-  ['templates list [--folder N]', 'list the templates, with their folders'],
-  ['fields list TEMPLATE_ID', "list a template's fields in display order"],
-  ['templates export [--folder NAME]', 'write folders, templates, fields and instructions as YAML'],
-  ['templates plan FILE [--prune]', 'show what apply would change'],
-  ['templates apply FILE [--prune] [--rerun]', 'make the account match FILE'],
-  ['completion bash|zsh', 'print a shell completion script'],
+  ...COMMANDS.map((row) => [row.name, row.summary] as const),
   ['version, --version, -v', 'print the version'],
 ];
 

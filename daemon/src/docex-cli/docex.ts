@@ -4,14 +4,14 @@
  * operation table), a few shortcuts, and templates as code (export, plan, apply). docs/cli.md.
  *
  * This entry answers --version and --help with nothing but the package version and the help text
- * (made at build time in the bundle); every other command imports its work (dispatch.ts) when it
- * runs, so the cheap answers start about as fast as Node itself.
+ * (made at build time in the bundle); a command of the table (table.ts) loads its file when it
+ * runs, and everything else goes to dispatch.ts, so the cheap answers start about as fast as Node.
  */
 import packageJson from '../../package.json' with { type: 'json' };
-import { EXIT } from '../common/exit-codes.ts';
-import type { Io } from './dispatch.ts';
+import { processIo, runProgram, type Io, type Program } from '../common/command.ts';
+import { COMMANDS, GLOBAL_FLAGS } from './table.ts';
 
-export type { Io } from './dispatch.ts';
+export type { Io } from '../common/command.ts';
 
 /** The main help text, put into the bundle by scripts/build.ts; from the sources it is made on use. */
 declare const DOCEX_MAIN_HELP: string | undefined;
@@ -19,21 +19,18 @@ declare const DOCEX_MAIN_HELP: string | undefined;
 const mainHelpText = async () =>
   typeof DOCEX_MAIN_HELP === 'string' ? DOCEX_MAIN_HELP : (await import('./commands.ts')).mainHelp();
 
-export async function main(
-  argv: string[],
-  io: Io = { stdout: process.stdout, stderr: process.stderr, env: process.env },
-): Promise<number> {
-  const [first] = argv;
-  if (first === '--version' || first === '-v' || first === '-V' || first === 'version') {
-    io.stdout.write(`docex ${packageJson.version}\n`);
-    return EXIT.ok;
-  }
-  if (!first || first === '--help' || first === '-h' || first === 'help') {
-    io.stdout.write(`${await mainHelpText()}\n`);
-    return first ? EXIT.ok : EXIT.usage;
-  }
-  const { runDocex } = await import('./dispatch.ts');
-  return runDocex(argv, io);
+export const PROGRAM: Program = {
+  name: 'docex',
+  version: packageJson.version,
+  mainHelp: mainHelpText,
+  commands: COMMANDS,
+  globalFlags: GLOBAL_FLAGS,
+  otherwise: async (words, io) => (await import('./dispatch.ts')).runDocex(words, io),
+  fail: async (error, where, _options, io) => (await import('./dispatch.ts')).failure(error, where, io),
+};
+
+export function main(argv: string[], io: Io = processIo()): Promise<number> {
+  return runProgram(PROGRAM, argv, io);
 }
 
 // Run when started as the docex binary (bundle or symlink) or as this file; not when imported.

@@ -16,7 +16,7 @@ import {
   connectionFrom,
   type ApiSettings,
 } from '../common/config.ts';
-import { readYamlFile } from './yaml.ts';
+import { readYamlFile } from '../common/yaml.ts';
 
 export const CliConfigSchema = z.strictObject({
   default_profile: z.string().min(1).optional(),

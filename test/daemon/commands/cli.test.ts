@@ -1,6 +1,7 @@
 /**
- * docex-sync's command line as an operator meets it: a real process (daemon/src/commands/docex-sync.ts) against
- * the emulator. Results on stdout, logs and errors on stderr; every mistake names its file and key.
+ * docex-sync's command line as an operator meets it, against the emulator: the one-off commands in
+ * this process (main() with injected I/O), `run` as a real process (signals, a daemon to stop).
+ * Results on stdout, logs and errors on stderr; every mistake names its file and key.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { loadConfig } from '../../../daemon/src/common/config.ts';
 import { colorAllowed } from '../../../daemon/src/common/logging.ts';
 import { closest } from '../../../daemon/src/common/suggest.ts';
 import { createNodeClient } from '@docex/shared/node';
-import { calibrate, invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
+import { calibrate, invoice, makeWorld, SECRET, syncInProcess, until, type World } from '../helpers.ts';
 
 // Time limits follow how long the CLI takes to start on this machine now (helpers.ts); measured
 // before the tests are collected, since a test takes its time limit then.
@@ -39,11 +40,8 @@ function runCli(args: string[], env: Record<string, string> = {}) {
   return { child, exited, stdout: () => stdout, stderr: () => stderr };
 }
 
-async function finished(args: string[], env: Record<string, string> = {}) {
-  const r = runCli(args, env);
-  const code = await r.exited;
-  return { code, stdout: r.stdout(), stderr: r.stderr() };
-}
+/** A one-off command, run in this process. */
+const finished = (args: string[], env: Record<string, string> = {}) => syncInProcess(args, { env });
 
 describe('conventions', () => {
   it('--version, and "did you mean" for a mistyped command or option', async () => {
@@ -76,7 +74,7 @@ describe('conventions', () => {
     const r = await finished(['check', '--config', world.configFile]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(world.configFile);
-    expect(r.stderr).toContain('watch[0].stabel_ms: not a known key (did you mean "stable_ms"?)');
+    expect(r.stderr).toMatch(/\.yaml:\d+ watch\[0\]\.stabel_ms: unknown key \(did you mean "stable_ms"\?\)/);
     expect(r.stderr).toContain('reruns[0].schedule: "99 99 * * * *" is not a valid cron expression');
     expect(r.stderr).not.toMatch(/is a invalid expression/);
   }, 60_000);
@@ -234,7 +232,7 @@ describe('rerun is safe in bulk', () => {
 
     const unfiltered = await finished(['rerun', '--config', world.configFile]);
     expect(unfiltered.code).toBe(2);
-    expect(unfiltered.stderr).toContain('--all-documents');
+    expect(unfiltered.stderr).toContain('add --all to mean it');
     const badDate = await finished(['rerun', '--config', world.configFile, '--from', '2026-13-01']);
     expect(badDate.code).toBe(2);
     expect(badDate.stderr).toContain('--from must be a calendar date YYYY-MM-DD (got "2026-13-01")');
@@ -273,7 +271,7 @@ describe('SIGHUP', () => {
     await writeFile(world.configFile, `${good}bogus_key: 1\n`);
     daemon.child.kill('SIGHUP');
     await until('refused', () => daemon.stderr().includes('the changed config is refused'), 30_000);
-    expect(daemon.stderr()).toContain('bogus_key: not a known key');
+    expect(daemon.stderr()).toContain('bogus_key: unknown key');
     await mkdir(join(world.dir, 'inbox2'));
     await writeFile(
       world.configFile,

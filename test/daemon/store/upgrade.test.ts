@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
-import { cliStatus, renderStatus } from '../../../daemon/src/commands/status.ts';
+import { cliStatus, renderStatus } from '../../../daemon/src/status/report.ts';
 import { SCHEMA_VERSION } from '../../../daemon/src/store/state.ts';
 import {
   calibrate,

@@ -6,7 +6,7 @@ import { z } from 'zod/v4';
 import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '@docex/shared';
 import { ConfigError } from '../../common/config.ts';
 import { yaml } from '../../common/lazy.ts';
-import type { Located } from '../yaml.ts';
+import type { Located } from '../../common/yaml.ts';
 
 const Name = z.string().trim().min(1, 'a name is required');
 const Desc = z.string().nullish();

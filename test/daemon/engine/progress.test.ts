@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from 'pino';
 import type { Pipeline } from '../../../daemon/src/engine/pipeline.ts';
-import { startSummaries, summarize } from '../../../daemon/src/commands/progress.ts';
+import { startSummaries, summarize } from '../../../daemon/src/engine/progress.ts';
 import { aboveTheBar, progressBar, renderBar } from '../../../daemon/src/common/progressbar.ts';
 import type { StateDb } from '../../../daemon/src/store/state.ts';
 

@@ -1,0 +1,30 @@
+/**
+ * What a docex-sync command gets besides its options: the common Io, plus the client factory and the
+ * signals `run` listens to, so a test runs any command in-process against the emulator. Light: the
+ * table and --help load this.
+ */
+import type { Logger } from 'pino';
+import type { DocexClient } from '@docex/shared';
+import { text, type Options } from '../common/args.ts';
+import type { Io } from '../common/command.ts';
+import type { Config } from '../common/config.ts';
+import { UsageError } from '../common/errors.ts';
+
+export interface Signals {
+  on(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
+  off(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
+}
+
+export interface SyncIo extends Io {
+  /** The client for a config (default: the Node client with the config's api section). */
+  client?: (config: Config, log?: Logger) => DocexClient;
+  /** Where `run` hears SIGINT, SIGTERM and SIGHUP (default: the process). */
+  signals?: Signals;
+}
+
+/** --config FILE, else DOCEX_SYNC_CONFIG; every docex-sync command needs one. */
+export function configFileOf(options: Options, io: Io): string {
+  const file = text(options, 'config') ?? io.env.DOCEX_SYNC_CONFIG;
+  if (!file) throw new UsageError('--config FILE is required (or DOCEX_SYNC_CONFIG)');
+  return file;
+}

@@ -1,0 +1,122 @@
+/**
+ * The one YAML loader of both binaries (docex-sync's config, docex's profiles and templates as
+ * code): a file checked with zod, whose every mistake is one line `file:line key: message`, all at
+ * once; a syntax error names the line and column, shows the line with a caret under the spot and
+ * says what to do.
+ */
+import { readFileSync } from 'node:fs';
+import type { Document, LineCounter } from 'yaml';
+import type { z } from 'zod/v4';
+import { ConfigError } from './errors.ts';
+import { yaml } from './lazy.ts';
+import { didYouMean } from './suggest.ts';
+
+export type Path = ReadonlyArray<PropertyKey>;
+
+/** watch[0].template_id */
+export const keyPath = (path: Path) =>
+  path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+    .join('')
+    .replace(/^\./, '') || '(top level)';
+
+export interface Located<T> {
+  data: T;
+  file: string;
+  /** The line of the value at `path`, or of its nearest parent that is in the file. */
+  lineOf(path: Path): number | undefined;
+  /** "setup.yaml:12 templates[0].folder" */
+  at(path: Path): string;
+}
+
+export interface YamlOptions {
+  /** The first line of a list of mistakes after the file's name (default "invalid"). */
+  invalid?: string;
+  /** The command that checks the file again once fixed, for a syntax error's last line. */
+  recheck?: string;
+}
+
+/** The keys an object in `schema` accepts at `path` (through defaults, optionals and arrays). */
+export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
+  if (def.innerType) return keysAt(def.innerType, path);
+  if (path.length === 0) return Object.keys(def.shape ?? {});
+  const [head, ...rest] = path;
+  if (def.element && typeof head === 'number') return keysAt(def.element, rest);
+  const next = def.shape?.[String(head)];
+  return next ? keysAt(next, rest) : [];
+}
+
+function locator(doc: Document, counter: LineCounter) {
+  return (path: Path): number | undefined => {
+    for (let n = path.length; n >= 0; n--) {
+      const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n) as unknown[], true);
+      if (yaml().isNode(node) && node.range) return counter.linePos(node.range[0]).line;
+    }
+    return undefined;
+  };
+}
+
+/** A syntax error as the line and column, the reason, the line itself with a caret under the spot, and what to do. */
+function syntaxProblem(
+  file: string,
+  error: { message: string; linePos?: Array<{ line: number; col: number }> },
+  recheck: string | undefined,
+) {
+  const [first = '', ...rest] = error.message.split('\n');
+  const at = error.linePos?.[0];
+  const reason = first.replace(/ at line \d+, column \d+:?$/, '');
+  return [
+    `${file}: not valid YAML${at ? ` at line ${at.line}, column ${at.col}` : ''}: ${reason}`,
+    ...rest.filter((line) => line.trim() !== '').map((line) => `  ${line}`),
+    `  Fix it there (a value containing ": " or "#" needs quotes)${recheck ? `, then: ${recheck}` : ''}`,
+  ].join('\n');
+}
+
+/** The mistakes of a file: its name and `invalid`, then one indented line per problem. */
+export const invalidFile = (file: string, problems: string[], invalid = 'invalid') =>
+  new ConfigError(`${file}: ${invalid}\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
+
+/** Parses `text` (named `file` in messages) and checks it with `schema`. */
+export function parseYaml<S extends z.ZodType>(
+  text: string,
+  file: string,
+  schema: S,
+  options: YamlOptions = {},
+): Located<z.output<S>> {
+  const { LineCounter, parseDocument } = yaml();
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: true });
+  if (doc.errors.length) throw new ConfigError(syntaxProblem(file, doc.errors[0]!, options.recheck));
+  const lineOf = locator(doc, counter);
+  const at = (path: Path) => {
+    const line = lineOf(path);
+    return `${file}${line ? `:${line}` : ''} ${keyPath(path)}`;
+  };
+  const parsed = schema.safeParse(doc.toJS() ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.flatMap((issue) => {
+      if (issue.code !== 'unrecognized_keys') return [`${at(issue.path)}: ${issue.message}`];
+      const known = keysAt(schema, issue.path);
+      return issue.keys.map((key) => `${at([...issue.path, key])}: unknown key${didYouMean(key, known)}`);
+    });
+    throw invalidFile(file, problems, options.invalid);
+  }
+  return { data: parsed.data, file, lineOf, at };
+}
+
+export function readYamlFile<S extends z.ZodType>(
+  file: string,
+  schema: S,
+  options: YamlOptions = {},
+): Located<z.output<S>> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `${file}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
+  }
+  return parseYaml(text, file, schema, options);
+}
