@@ -15,6 +15,7 @@ export interface Locator {
   innerText(): Promise<string>;
   allInnerTexts(): Promise<string[]>;
   click(options?: { timeout?: number }): Promise<void>;
+  dblclick(options?: { timeout?: number }): Promise<void>;
   fill(value: string): Promise<void>;
   press(key: string): Promise<void>;
   count(): Promise<number>;

@@ -3,13 +3,17 @@
  * builder meets it: the credential test through the REST call the credential dialog makes, and the
  * editor's node panel driven in Chromium. One n8n and one browser serve every check.
  */
+import { join } from 'node:path';
 import type { INodePropertyOptions } from 'n8n-workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docex } from '../../nodes/Docex/Docex.node.ts';
 import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
 import { launchChromium, type BrowserContext, type Page } from './browser.ts';
 import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { createInvoiceTemplate } from './invoices.ts';
 import { n8nReady, OWNER, setUpOwner, startN8n, until, type Service } from './services.ts';
+import { importOpenAiCredential } from './stand-in-model.ts';
+import { exampleWorkflow } from './workflows.ts';
 
 let n8n: RealN8n;
 let server: Service | undefined;
@@ -29,8 +33,20 @@ const UI_MS_PER_READY_MS = 3 * SIGNIN_PER_READY;
 const UI_FLOOR_MS = 30_000;
 let uiLimitMs = UI_FLOOR_MS;
 
+/** examples/n8n-agent.json, imported before n8n starts: an AI Agent whose tools are our node. */
+const AGENT_WORKFLOW = 'wfeditoragent001';
+let agentExample: Awaited<ReturnType<typeof exampleWorkflow>>;
+
 beforeAll(async () => {
   n8n = await prepareN8n();
+  // The model is never called here: its credential only has to exist for the panel.
+  const openAi = { id: 'openaicred000003', name: 'OpenAI' };
+  await importOpenAiCredential(n8n, openAi, 'http://127.0.0.1:9/v1');
+  agentExample = await exampleWorkflow('n8n-agent.json', AGENT_WORKFLOW, {
+    templateId: await createInvoiceTemplate(n8n.emulator, 'editor e2e'),
+    credentials: { openAiApi: openAi },
+  });
+  await n8n.importWorkflow(agentExample);
   const started = await startN8n(n8n);
   server = started;
   base = started.url;
@@ -190,5 +206,42 @@ describe('the node creator shows one Document Extraction app entry', () => {
     expect(text).toContain(trigger.description);
     expect(text).toContain(`Actions (${actionLabels.length})`);
     expect(text).toContain(`Triggers (${triggerLabels.length})`);
+  });
+});
+
+describe("an AI Agent's Document Extraction tool in the editor", () => {
+  it('its panel shows the hand-written description and the parameters the model fills, with no issue', async () => {
+    const extract = agentExample.nodes.find((n) => n.name === 'Extract Document')!;
+    await page.goto(`${base}/workflow/${AGENT_WORKFLOW}`);
+    const onCanvas = page.locator('[data-test-id="canvas-node"][data-node-name="Extract Document"]');
+    const panel = page.locator('[data-test-id="ndv"]');
+    const shown = async () =>
+      `${await page.locator('#app').innerText()}\n${await page.evaluate<string>(
+        `[...document.querySelectorAll('textarea, input')].map((e) => e.value).join('\\n')`,
+      )}`;
+    try {
+      await onCanvas.waitFor();
+      // The canvas marks a node with issues (credential, required parameters) with a warning.
+      expect(await onCanvas.locator('[data-test-id="canvas-node-status-warning"]').count()).toBe(0);
+      await onCanvas.dblclick();
+      await panel.waitFor();
+      await until(
+        'the tool description in the panel',
+        async () => ((await shown()).includes(String(extract.parameters.toolDescription)) ? true : undefined),
+        uiLimitMs,
+      );
+    } catch (error) {
+      await page.screenshot({ path: join(n8n.home, 'tool-panel.png') }).catch(() => undefined);
+      throw new Error(`${(error as Error).message}\nthe page showed:\n${(await shown()).slice(0, 4000)}`);
+    }
+    const text = await panel.innerText();
+    // n8n 2.40.7 shows a $fromAI parameter with a description of ours as its expression (its
+    // "Defined automatically by the model" chip is for the bare form the editor writes itself).
+    expect(text).toContain('File URL');
+    expect(text).toContain(String(extract.parameters.fileUrl).replace(/^=/, ''));
+    expect(text).toContain('Credential');
+    // No issue banner on the panel (a missing credential or required parameter would show one).
+    expect(await panel.locator('[data-test-id="node-issues"]').count()).toBe(0);
+    expect(text).not.toMatch(/Parameter .* is required|Credentials? .* not set/i);
   });
 });

@@ -124,13 +124,22 @@ export async function n8nReady(server: Service & { url: string; startedAt: numbe
 /** The owner a test sets up in a fresh n8n (POST /rest/owner/setup), and signs in as in the editor. */
 export const OWNER = { email: 'owner@docex.test', firstName: 'Doc', lastName: 'Ex', password: 'Docex-e2e-1' };
 
-/** Sets up OWNER in the fresh n8n at `url`; returns the session cookie for its REST API. */
-export async function setUpOwner(url: string): Promise<string> {
-  const owner = await fetch(`${url}/rest/owner/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(OWNER),
-  });
+/** Sets up a fresh n8n's owner through its REST API, as the first-run screen does; the session cookie. */
+export async function setUpOwner(base: string): Promise<string> {
+  // n8n answers 503 "Database is not ready!" while its database check lags (seen on a loaded
+  // machine just after /healthz/readiness said 200): wait for it to pass, as for readiness.
+  const owner = await until(
+    'n8n to accept the owner set-up (not 503)',
+    async () => {
+      const response = await fetch(`${base}/rest/owner/setup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(OWNER),
+      });
+      return response.status === 503 ? undefined : response;
+    },
+    600_000,
+  );
   if (owner.status !== 200)
     throw new Error(`n8n's owner set-up answered ${owner.status}: ${await owner.text()}`);
   return owner.headers
