@@ -109,8 +109,13 @@ describe('a process stopped and continued', () => {
       );
       const promptlyMs = performance.now() - continuedAt;
       const sentBefore = w.emulator.stats().totalRequests;
-      await until('the four finished tasks archived', () => inState(w, 'archived', before));
-      await until('the files dropped during the stop archived', () => inState(w, 'archived', during));
+      // Caps, not expectations: in the full suite a busy machine once needed more than the floor.
+      await until('the four finished tasks archived', () => inState(w, 'archived', before), 120_000);
+      await until(
+        'the files dropped during the stop archived',
+        () => inState(w, 'archived', during),
+        120_000,
+      );
       const seconds = (performance.now() - continuedAt) / 1000;
       const stats = w.emulator.stats();
       console.info(
@@ -126,6 +131,6 @@ describe('a process stopped and continued', () => {
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);
     },
-    60_000 + startMs * 120, // the stop, plus three calibrated waits
+    300_000 + startMs * 120, // the stop, plus the waits' caps
   );
 });

@@ -163,7 +163,10 @@ describe('docex-sync pipeline against the emulator', () => {
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'huge.txt.error.json'), 'utf8'));
     expect(report).toMatchObject({ file: 'huge.txt', status: 'failed', attempts: 1 });
     expect(report.reason).toMatch(/upload refused: upload_file: .*413/);
-    expect(world.emulator.stats().requestsByOperation.upload_file).toBe(2);
+    expect(
+      world.emulator.stats().requestsByOperation.upload_file,
+      JSON.stringify({ byHash: world.emulator.stats().uploadsByHash, log: world.logs.join('').slice(-6000) }),
+    ).toBe(2);
   });
 
   it('the same bytes under two names are uploaded once; the second reuses the first document', async () => {
