@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * docex-sync: run | status | rerun | pull | retry | check. Errors reach the user as one clear line
+ * docex-sync: run | status | rerun | pull | retry | check | prune. Errors reach the user as one clear line
  * and an exit code (docs/daemon.md), never as a stack trace.
  *
  * This entry answers --version, --help and usage mistakes with nothing but Node built-ins loaded;
@@ -26,6 +26,7 @@ Commands:
   pull     one-off pull of documents changed since the stored cursor
   retry    put failed files back into their watched folder to be processed again
   check    validate the config and the API key, then exit
+  prune    delete what retention says is old enough (--dry-run: only print it)
 
 The API key comes from DOCEX_API_KEY (or api.api_key_file); the base URL from api.base_url or DOCEX_BASE_URL.
 Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,\n5 state DB unusable, 7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing,\n10 proxy authentication required, 11 certificate from an unknown issuer,\n12 certificate name mismatch, 13 certificate expired; status: 0 healthy, 1 needs attention, 6 failing.
@@ -35,12 +36,13 @@ Run "docex-sync <command> --help" for a command's options.`,
   rerun: `Usage: docex-sync rerun --config FILE [--template-id N] [--folder-id N] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--override] [--dry-run] [--all-documents]\n\nGathers document ids with fetch_documents and reruns them in chunks of 500.\nWithout any filter, every document of the company is rerun: that needs --all-documents (or a yes on a terminal).\nThe service decides which documents are eligible; --override reruns documents it would otherwise skip.`,
   pull: `Usage: docex-sync pull --config FILE\n\nWrites the data of documents changed since the last pull into pull.output; moves the cursor on success.`,
   retry: `Usage: docex-sync retry --config FILE (--all | NAME_OR_PATTERN ...)\n\nMoves failed files back into their watched folder (their .error.json is removed); the daemon picks them up\nagain as new files. Name files by name, path or pattern (* within a name, ** across folders), or give --all.`,
+  prune: `Usage: docex-sync prune --config FILE [--dry-run]\n\nDeletes the processed originals, failed originals (with their .error.json) and result files that are\nolder than their watch's retention days, counted from when the state DB recorded them. Only files the\nstate DB records as moved or written by docex-sync, and only while they are unchanged; nothing else.\n--dry-run: prints each file it would delete and the bytes, and deletes nothing.`,
   check: `Usage: docex-sync check --config FILE\n\nProves the config: the keys and cron expressions, the watched folders exist (never created), the output,\nprocessed, failed and state folders are writable or can be created, the API key works and every\ntemplate_id / folder_id exists for it. One line per problem; exit 2 (3: key refused, 4: unreachable).`,
 };
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
-const COMMANDS = ['run', 'status', 'rerun', 'pull', 'retry', 'check'];
+const COMMANDS = ['run', 'status', 'rerun', 'pull', 'retry', 'check', 'prune'];
 const OPTIONS = [
   'config',
   'json',

@@ -28,6 +28,7 @@ import { pullOnce } from '../outputs/pull.ts';
 import { runRerun } from '../outputs/reruns.ts';
 import { StateDb } from '../store/state.ts';
 import { retryFailed } from './retry.ts';
+import { prune } from './prune.ts';
 import { cliStatus, renderStatus, STATUS_EXIT } from './status.ts';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -170,6 +171,10 @@ export async function execute(
     if (command === 'retry') {
       await retry(config, positionals, values.all);
       return EXIT.ok;
+    }
+    if (command === 'prune') {
+      const report = await prune(config, { dryRun: values['dry-run'], out });
+      return report.entries.some((e) => e.outcome === 'error') ? EXIT.failure : EXIT.ok;
     }
     if (command === 'check') {
       const baseUrl = baseUrlFrom(config, process.env);

@@ -18,6 +18,7 @@ import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
 import type { KeyCheck } from '../commands/check.ts';
+import { pruneOnSchedule } from '../commands/prune.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
@@ -141,6 +142,26 @@ export async function startDaemon(
       ),
     );
   }
+  // Retention: each schedule prunes the watches that name it (node-cron keeps one timer to the next run).
+  const pruning = new Map<string, Promise<void>>();
+  for (const schedule of new Set(config.watch.flatMap((w) => (w.retention ? [w.retention.schedule] : [])))) {
+    const watches = config.watch.filter((w) => w.retention?.schedule === schedule);
+    tasks.push(
+      cron.schedule(schedule, async () => {
+        if (pruning.has(schedule) || stopping.signal.aborted) return;
+        const run = pruneOnSchedule({ db, config, watches, now }, log)
+          .catch((error: unknown) =>
+            log.error(
+              { err: (error as Error).message },
+              'retention: prune failed; tried again on its next schedule',
+            ),
+          )
+          .finally(() => pruning.delete(schedule));
+        pruning.set(schedule, run);
+        await run;
+      }),
+    );
+  }
   const summaries = startSummaries(pipeline, db, log);
   const http = config.http
     ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake() })
@@ -165,6 +186,7 @@ export async function startDaemon(
       stopping.abort();
       keyCheck?.stop();
       for (const t of tasks) await t.stop();
+      await Promise.all(pruning.values());
       for (const w of watchers) await w.stop();
       for (const m of mailboxes) await m.stop();
       await pipeline.stop();

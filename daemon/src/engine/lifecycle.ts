@@ -89,6 +89,8 @@ export interface FileRow {
   archive_rel: string | null;
   /** result_name: the base of its result files in output (null: "<name>.doc-<id>"). */
   result_base: string | null;
+  /** Where the original was moved in processed_dir (null: not moved, or archived before this was recorded). */
+  archive_path: string | null;
 }
 
 export interface Policy {
@@ -120,7 +122,8 @@ export type Observation =
   | { kind: 'poll-failed'; error: unknown }
   | { kind: 'results-written' }
   | { kind: 'results-failed'; error: unknown }
-  | { kind: 'archived' }
+  /** `path`: where the original was moved (on_success: move). */
+  | { kind: 'archived'; path?: string }
   | { kind: 'archive-failed'; error: unknown }
   /** Moved to the failed folder (or, if gone, its .error.json written there); `path` is where it is now. */
   | { kind: 'failure-reported'; path: string }
@@ -300,7 +303,12 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
       return later(row, now, policy, { blocked: `could not write the results: ${describe(obs.error)}` });
     case 'archived':
       if (state !== 'done') return keep();
-      return to({ state: 'archived', blocked: null, next_at: NEVER });
+      return to({
+        state: 'archived',
+        blocked: null,
+        next_at: NEVER,
+        ...(obs.path !== undefined ? { archive_path: obs.path } : {}),
+      });
     case 'archive-failed':
       if (state !== 'done') return keep();
       return to({

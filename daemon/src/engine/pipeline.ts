@@ -581,6 +581,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     // Where the JSON written by this process says the original goes; unknown after a restart, so
     // the JSON is then corrected whatever the target.
     const planned = this.plannedArchives.get(row.id);
+    let movedTo: string | undefined;
     try {
       if (watch.on_success === 'move') {
         const there = await lstat(row.path).then(
@@ -589,6 +590,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         );
         if (there) {
           const target = await moveInto(row.path, watch.processed_dir!, row.archive_rel ?? row.rel);
+          movedTo = target;
           if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(
               watch,
@@ -607,7 +609,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return;
     }
     this.plannedArchives.delete(row.id);
-    const archived = this.apply(row, { kind: 'archived' }).row;
+    const archived = this.apply(row, { kind: 'archived', path: movedTo }).row;
     metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
     this.emit('file-archived', archived);
   }

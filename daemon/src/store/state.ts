@@ -32,6 +32,18 @@ export const KV = {
 } as const;
 export type KvKey = (typeof KV)[keyof typeof KV];
 
+/** What retention prunes: originals in processed_dir, originals (and reports) in failed_dir, result files. */
+export type PruneKind = 'processed' | 'failed' | 'results';
+/** How retention settled one file: deleted, already gone, or kept (not what docex-sync wrote any more). */
+export interface PrunedFile {
+  file_id: number;
+  kind: PruneKind;
+  path: string;
+  bytes: number;
+  outcome: 'deleted' | 'gone' | 'kept';
+  reason: string | null;
+}
+
 /** One pull, as `status` and the page show it. */
 export interface PullRecord {
   at: string;
@@ -131,6 +143,23 @@ const MIGRATIONS = [
   // 6: names from the data, decided once per file (a replay or a rerun finds the same files).
   `ALTER TABLE files ADD COLUMN archive_rel TEXT;
   ALTER TABLE files ADD COLUMN result_base TEXT;`,
+  // 7: reserved for the review queue (branch review); its migration takes this place when merged.
+  `SELECT 1;`,
+  // 8: retention. Where an original was actually moved (freeTarget may have given "a (2).pdf"), and
+  // each file retention settled: deleted, found gone, or kept because it is no longer what
+  // docex-sync wrote. A file row with an entry of a kind is not looked at again for that kind.
+  `ALTER TABLE files ADD COLUMN archive_path TEXT;
+  CREATE TABLE IF NOT EXISTS pruned (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS pruned_file ON pruned(file_id, kind);`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -645,6 +674,44 @@ export class StateDb {
       `SELECT state, updated_at FROM files WHERE state IN ('archived', 'failed') AND updated_at >= ? ORDER BY updated_at`,
     ).all(ms) as Array<{ state: FileState; updated_at: number }>;
   }
+  /**
+   * Rows of a watch whose files of `kind` are older than `cutoff` (by the time the DB recorded their
+   * move or write) and not settled by retention yet, in id order after `afterId`. Results of a
+   * document that another row still within the period shares (the same bytes again) wait for it.
+   */
+  pruneDue(watch: string, kind: PruneKind, cutoff: number, afterId: number, limit: number): FileRow[] {
+    const which = {
+      processed: `state = 'archived'`,
+      failed: `state = 'failed' AND finalized = 1`,
+      results: `state = 'archived' AND document_id IS NOT NULL AND NOT EXISTS
+        (SELECT 1 FROM files AS g WHERE g.document_id = f.document_id AND g.id != f.id
+         AND g.state IN ('uploaded', 'done', 'archived') AND g.updated_at > @cutoff)`,
+    }[kind];
+    return this.st(
+      `SELECT * FROM files AS f WHERE watch = @watch AND ${which} AND updated_at <= @cutoff AND id > @afterId
+       AND NOT EXISTS (SELECT 1 FROM pruned AS p WHERE p.file_id = f.id AND p.kind = @kind)
+       ORDER BY id LIMIT @limit`,
+    ).all({ watch, kind, cutoff, afterId, limit }) as FileRow[];
+  }
+
+  /** Files retention settled (all of one row's kind together, so a row is settled whole or not at all). */
+  recordPruned(files: PrunedFile[], now: number) {
+    this.write(() => {
+      for (const f of files)
+        this.st(
+          `INSERT INTO pruned (file_id, kind, path, bytes, outcome, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        ).run(f.file_id, f.kind, f.path, f.bytes, f.outcome, f.reason, now);
+    });
+  }
+
+  /** What retention has deleted so far, and how many files it kept because they changed. */
+  prunedTotals(): { deleted: number; bytes: number; kept: number; last_at: number | null } {
+    return this.st(
+      `SELECT COALESCE(SUM(outcome = 'deleted'), 0) AS deleted, COALESCE(SUM(CASE WHEN outcome = 'deleted' THEN bytes END), 0) AS bytes,
+       COALESCE(SUM(outcome = 'kept'), 0) AS kept, MAX(at) AS last_at FROM pruned`,
+    ).get() as { deleted: number; bytes: number; kept: number; last_at: number | null };
+  }
+
   /** The rows of files whose results came from these documents (a rerun rewrites them). */
   filesOfDocuments(documentIds: number[]): FileRow[] {
     return this.st(

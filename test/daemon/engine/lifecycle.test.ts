@@ -64,6 +64,7 @@ const row = (state: FileState, extra: Partial<FileRow> = {}): FileRow => ({
   route: null,
   archive_rel: null,
   result_base: null,
+  archive_path: null,
   ...extra,
 });
 

@@ -41,6 +41,7 @@ const uploaded = (now: number): FileRow => ({
   route: null,
   archive_rel: null,
   result_base: null,
+  archive_path: null,
   rel: 'a.pdf',
   size: 1,
   mtime_ms: 1,
