@@ -96,8 +96,18 @@ export async function startDaemon(
   if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
   let scanned = 0;
   const scanBar = progressBar(process.stderr, 'start-up scan: files found');
+  // A watch now polled (or gone from the config) has no native watcher to be blind.
+  for (const watch of Object.keys(db.blindWatchers()))
+    if (!config.watch.some((w) => w.path === watch && !w.polling)) db.setBlindWatcher(watch, null);
   const watchers = config.watch.map(
-    (w) => new FolderWatcher(w, pipeline, log, () => scanBar.update(++scanned)),
+    (w) =>
+      new FolderWatcher(
+        w,
+        pipeline,
+        log,
+        () => scanBar.update(++scanned),
+        (blind) => db.setBlindWatcher(w.path, blind),
+      ),
   );
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);

@@ -29,6 +29,8 @@ export const KV = {
   /** The pull's cursor (ms) and the fingerprints of documents seen in its overlap. */
   pullCursor: 'pull.cursor',
   pullSeen: 'pull.seen',
+  /** Watches whose native watcher hears nothing (JSON: watch path → BlindWatcherRecord). */
+  blindWatchers: 'watch.blind',
 } as const;
 export type KvKey = (typeof KV)[keyof typeof KV];
 
@@ -42,6 +44,13 @@ export interface PrunedFile {
   bytes: number;
   outcome: 'deleted' | 'gone' | 'kept';
   reason: string | null;
+}
+
+/** A watch whose rescans keep finding files no watcher event reported (engine/watcher.ts). */
+export interface BlindWatcherRecord {
+  since: number;
+  rescans: number;
+  files: number;
 }
 
 /** One pull, as `status` and the page show it. */
@@ -625,6 +634,25 @@ export class StateDb {
   }
   clearKeyRefusal() {
     this.deleteValue(KV.keyRefused);
+  }
+
+  /** The watches whose native watcher was found blind, by path. */
+  blindWatchers(): Record<string, BlindWatcherRecord> {
+    try {
+      const value = JSON.parse(this.getValue(KV.blindWatchers) ?? '{}') as unknown;
+      return value && typeof value === 'object' ? (value as Record<string, BlindWatcherRecord>) : {};
+    } catch {
+      return {};
+    }
+  }
+  /** Records (or, with null, clears) a watch's blind watcher. */
+  setBlindWatcher(watch: string, blind: BlindWatcherRecord | null) {
+    const all = this.blindWatchers();
+    if (blind) all[watch] = blind;
+    else if (watch in all) delete all[watch];
+    else return;
+    if (Object.keys(all).length) this.setValue(KV.blindWatchers, JSON.stringify(all));
+    else this.deleteValue(KV.blindWatchers);
   }
 
   /** Keeps the last `keep` pulls, newest first. */
