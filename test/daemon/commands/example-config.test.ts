@@ -7,9 +7,9 @@
  * retention's dry run naming what would go. Its mailbox needs an IMAP server: it is left out here
  * (test/daemon/mail/dovecot.test.ts covers a real one).
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
@@ -21,7 +21,7 @@ import { loadConfig } from '../../../daemon/src/common/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { startDaemon, type RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { invoiceTemplate } from '../../support/templates.ts';
-import { SECRET, until } from '../helpers.ts';
+import { filesUnder, SECRET, until } from '../helpers.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/docex-sync.yaml');
 const DAY = 86_400_000;
@@ -35,14 +35,6 @@ afterEach(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
   [daemon, emulator, dir] = [undefined, undefined, undefined];
 });
-
-async function tree(root: string): Promise<string[]> {
-  const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(root, join(e.parentPath, e.name)))
-    .sort();
-}
 
 const scan = (supplier: string, number: string) =>
   `Supplier: ${supplier}\nInvoice number: ${number}\nTotal: 10,00\nWidget | 4,00\nGadget | 6,00\n`;
@@ -144,18 +136,18 @@ describe('examples/docex-sync.yaml, the back-office walkthrough', () => {
 
     const now = new Date();
     const month = `${now.getFullYear()}/${String(now.getMonth() + 1).padStart(2, '0')}`;
-    expect(await tree(join(dir, 'processed'))).toEqual(
+    expect(await filesUnder(join(dir, 'processed'))).toEqual(
       [`${month}/ACME GmbH/R-1001.pdf`, `${month}/Globex Corp/G-77.pdf`, `${month}/Initech/S-1.pdf`].sort(),
     );
     // The thumbnails and the held letter stay where they were.
-    expect(await tree(inbox)).toEqual(
+    expect(await filesUnder(inbox)).toEqual(
       [
         'ACME GmbH/@eaDir/R-1001.pdf/SYNOFILE_THUMB_S.jpg',
         '@eaDir/scan-0001.pdf/SYNOFILE_THUMB_M.jpg',
         'Misc/letter.pdf',
       ].sort(),
     );
-    const results = (await tree(join(dir, 'results'))).filter((f) => !f.startsWith('daily-'));
+    const results = (await filesUnder(join(dir, 'results'))).filter((f) => !f.startsWith('daily-'));
     expect(results).toEqual(
       ['ACME GmbH/R-1001', 'Globex Corp/G-77', 'Initech/S-1']
         .flatMap((b) => [`${b}.fields.csv`, `${b}.json`, `${b}.lines.csv`])

@@ -4,12 +4,12 @@
  * as moved or written by docex-sync, while unchanged; foreign files in the same folders survive
  * whatever their age; a dry run deletes and records nothing.
  */
-import { mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { prune, nodePruneFs, type PruneFs } from '../../../daemon/src/commands/prune.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
-import { invoice, makeWorld, stateOf, until, type World } from '../helpers.ts';
+import { filesUnder, invoice, makeWorld, stateOf, until, type World } from '../helpers.ts';
 
 const DAY = 86_400_000;
 let world: World | undefined;
@@ -17,15 +17,6 @@ afterEach(async () => {
   await world?.cleanup();
   world = undefined;
 });
-
-/** Every file under `dir`, relative to it, sorted. */
-async function tree(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)))
-    .sort();
-}
 
 const RETENTION = [
   "    archive_name: '{yyyy}/{MM}/{name}{ext}'",
@@ -71,9 +62,9 @@ describe('docex-sync prune', () => {
     const processed = join(w.dir, 'processed');
     const failed = join(w.dir, 'failed');
     const before = {
-      results: await tree(results),
-      processed: await tree(processed),
-      failed: await tree(failed),
+      results: await filesUnder(results),
+      processed: await filesUnder(processed),
+      failed: await filesUnder(failed),
     };
     expect(before.failed).toEqual(['empty.txt', 'empty.txt.error.json']);
     expect(before.processed).toHaveLength(2);
@@ -107,9 +98,9 @@ describe('docex-sync prune', () => {
     );
     // Nothing deleted, nothing recorded.
     expect({
-      results: await tree(results),
-      processed: await tree(processed),
-      failed: await tree(failed),
+      results: await filesUnder(results),
+      processed: await filesUnder(processed),
+      failed: await filesUnder(failed),
     }).toEqual(before);
     const db = new StateDb(w.config().state_db);
     expect(db.prunedTotals()).toEqual({ deleted: 0, bytes: 0, kept: 0, last_at: null });
@@ -136,7 +127,7 @@ describe('docex-sync prune', () => {
       await utimes(f, longAgo, longAgo);
     }
     // b.txt's archived original replaced by someone (same name, other bytes).
-    const [aArchived, bArchived] = (await tree(processed))
+    const [aArchived, bArchived] = (await filesUnder(processed))
       .filter((p) => p.endsWith('a.txt') || p.endsWith('b.txt'))
       .map((p) => join(processed, p));
     await writeFile(bArchived!, 'replaced by the accountant');
@@ -145,7 +136,7 @@ describe('docex-sync prune', () => {
     await utimes(aArchived!, longAgo, longAgo);
     const early = await pruneAt(w, 6, false);
     expect(early.lines).toEqual(['Pruned: 0 file(s) deleted, 0 bytes.']);
-    expect(await tree(processed)).toContain(relative(processed, aArchived!));
+    expect(await filesUnder(processed)).toContain(relative(processed, aArchived!));
 
     // 10 days on: the failed file and its report only (failed_days: 7).
     const tenDays = await pruneAt(w, 10, false);
@@ -161,11 +152,11 @@ describe('docex-sync prune', () => {
     expect(lines).toContain(
       `kept ${bArchived}: its size (26 bytes) differs from what docex-sync recorded (${invoice('B-2').length} bytes): someone replaced it; retention never deletes it`,
     );
-    expect(await tree(processed)).toEqual(
+    expect(await filesUnder(processed)).toEqual(
       [relative(processed, bArchived!), 'scanned-by-hand.pdf', relative(processed, foreign[1]!)].sort(),
     );
-    expect(await tree(failed)).toEqual(['someone-elses.txt', 'someone-elses.txt.error.json']);
-    const left = await tree(results);
+    expect(await filesUnder(failed)).toEqual(['someone-elses.txt', 'someone-elses.txt.error.json']);
+    const left = await filesUnder(results);
     expect(left.filter((p) => !p.startsWith('daily-'))).toEqual(['report.json']);
     expect(left.some((p) => p.startsWith('daily-'))).toBe(true);
     for (const f of foreign) expect(await readFile(f, 'utf8')).toBe('{"not": "ours"}');
@@ -183,7 +174,7 @@ describe('docex-sync prune', () => {
   it('a result file rewritten by someone else is kept; a file that cannot be deleted is tried again', async () => {
     const w = await processedWorld();
     const results = join(w.dir, 'results');
-    const [json] = (await tree(results)).filter((p) => p.startsWith('a.doc-') && p.endsWith('.json'));
+    const [json] = (await filesUnder(results)).filter((p) => p.startsWith('a.doc-') && p.endsWith('.json'));
     await writeFile(join(results, json!), JSON.stringify({ document: { document_id: 999_999 } }));
     const refusing: PruneFs = {
       ...nodePruneFs,
@@ -204,14 +195,14 @@ describe('docex-sync prune', () => {
       /^not deleted .+\.fields\.csv: EACCES: permission denied, unlink .+; it is tried again on the next prune$/,
     );
     expect(first.report.entries.some((e) => e.outcome === 'error')).toBe(true);
-    expect((await tree(results)).filter((p) => p.endsWith('.fields.csv'))).toHaveLength(2);
+    expect((await filesUnder(results)).filter((p) => p.endsWith('.fields.csv'))).toHaveLength(2);
 
     const second = await pruneAt(w, 100, false);
     expect(second.lines.filter((l) => l.startsWith('deleted ')).map((l) => l.split(' ')[1])).toEqual([
       expect.stringMatching(/\.fields\.csv$/),
       expect.stringMatching(/\.fields\.csv$/),
     ]);
-    expect((await tree(results)).filter((p) => !p.startsWith('daily-'))).toEqual([json]);
+    expect((await filesUnder(results)).filter((p) => !p.startsWith('daily-'))).toEqual([json]);
   });
 
   it('without retention on any watch it says so; without a state DB it says that', async () => {
@@ -257,7 +248,7 @@ describe('where the original went', () => {
     expect(lines.filter((l) => l.startsWith('deleted ') && l.includes('processed original'))).toEqual([
       expect.stringContaining(`deleted ${paths[1]} (`),
     ]);
-    expect(await tree(processed)).toEqual([relative(processed, paths[0]!)]);
+    expect(await filesUnder(processed)).toEqual([relative(processed, paths[0]!)]);
   });
 });
 
@@ -291,15 +282,15 @@ describe('the daemon prunes on its schedule', () => {
       return w;
     });
     const processed = join(w.dir, 'processed');
-    expect(await tree(processed)).toHaveLength(2);
+    expect(await filesUnder(processed)).toHaveLength(2);
     // The daemon's clock 40 days on: the processed originals and the failed file are due, results not.
     const daemon = await w.start({ daemon: { wallClock: () => Date.now() + 40 * DAY } });
-    await until('the processed originals pruned', async () => (await tree(processed)).length === 0);
+    await until('the processed originals pruned', async () => (await filesUnder(processed)).length === 0);
     await until('the totals logged', () =>
       w.logs.some((l) => l.includes('retention: pruned') && l.includes('"files":4')),
     );
-    expect(await tree(join(w.dir, 'failed'))).toEqual([]);
-    expect((await tree(join(w.dir, 'results'))).filter((p) => p.endsWith('.json'))).toHaveLength(2);
+    expect(await filesUnder(join(w.dir, 'failed'))).toEqual([]);
+    expect((await filesUnder(join(w.dir, 'results'))).filter((p) => p.endsWith('.json'))).toHaveLength(2);
     await daemon.stop();
   });
 });

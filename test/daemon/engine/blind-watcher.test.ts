@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConfigSchema, type WatchConfig } from '../../../daemon/src/common/config.ts';
+import type { WatchConfig } from '../../../daemon/src/common/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { renderStatus, cliStatus } from '../../../daemon/src/commands/status.ts';
 import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
 import { BLIND_AFTER_RESCANS, FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
 import type { StatusSnapshot } from '../../../daemon/src/status/read-model.ts';
-import { invoice, makeWorld, until, type World } from '../helpers.ts';
+import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 
 /** Folders under these roots get a watcher that never reports anything (and never fails). */
 const deaf = new Set<string>();
@@ -63,19 +63,9 @@ async function startWatcher(options: { deaf: boolean; polling?: boolean }) {
   const root = join(base, 'share');
   await import('node:fs/promises').then((fs) => fs.mkdir(root));
   if (options.deaf) deaf.add(root);
-  const config = ConfigSchema.parse({
-    state_db: join(base, 'sync.db'),
-    watch: [
-      {
-        path: root,
-        template_id: 1,
-        output: join(base, 'results'),
-        failed_dir: join(base, 'failed'),
-        rescan_interval_ms: HOUR,
-        polling: options.polling ?? false,
-        polling_interval_ms: HOUR,
-      },
-    ],
+  const watch = watchIn(base, root, {
+    polling: options.polling ?? false,
+    polling_interval_ms: HOUR,
   });
   const logs: Array<{ level: number; msg: string; folder?: string }> = [];
   const log = createLogger('debug', {
@@ -89,7 +79,7 @@ async function startWatcher(options: { deaf: boolean; polling?: boolean }) {
   });
   const sink = new RecordingSink();
   const reports: unknown[] = [];
-  const watcher = new FolderWatcher(config.watch[0]!, sink, log, undefined, (b) => reports.push(b));
+  const watcher = new FolderWatcher(watch, sink, log, undefined, (b) => reports.push(b));
   cleanups.push(async () => {
     await watcher.stop();
     await rm(base, { recursive: true, force: true });
