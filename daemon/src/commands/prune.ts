@@ -168,7 +168,7 @@ async function pruneRow(
         ...base,
         bytes: 0,
         outcome: 'kept',
-        reason: `it lies outside the configured folder ${target.root} (the config changed since, or a folder on the way is a link); retention deletes only inside it`,
+        reason: `it lies outside the configured folder ${target.root} (the config changed since, or a folder on the way is a link)`,
       });
       continue;
     }

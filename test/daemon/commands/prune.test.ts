@@ -4,7 +4,7 @@
  * as moved or written by docex-sync, while unchanged; foreign files in the same folders survive
  * whatever their age; a dry run deletes and records nothing.
  */
-import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { prune, nodePruneFs, type PruneFs } from '../../../daemon/src/commands/prune.ts';
@@ -249,6 +249,30 @@ describe('where the original went', () => {
       expect.stringContaining(`deleted ${paths[1]} (`),
     ]);
     expect(await filesUnder(processed)).toEqual([relative(processed, paths[0]!)]);
+  });
+});
+
+describe('never outside the configured folders', () => {
+  it('an original whose folder was replaced by a link to elsewhere is kept, and what is elsewhere survives', async () => {
+    const w = await processedWorld();
+    const processed = join(w.dir, 'processed');
+    const year = String(new Date().getFullYear());
+    const elsewhere = join(w.dir, 'elsewhere');
+    await mkdir(elsewhere);
+    await rename(join(processed, year), join(elsewhere, year));
+    await symlink(join(elsewhere, year), join(processed, year));
+    const before = await filesUnder(elsewhere);
+    expect(before).toHaveLength(2);
+    const { lines } = await pruneAt(w, 100, false);
+    const kept = lines.filter((l) => l.startsWith('kept '));
+    expect(kept).toHaveLength(2);
+    for (const line of kept)
+      expect(line).toMatch(
+        new RegExp(
+          `^kept ${processed}/${year}/.+: it lies outside the configured folder ${processed} \\(the config changed since, or a folder on the way is a link\\); retention never deletes it$`,
+        ),
+      );
+    expect(await filesUnder(elsewhere)).toEqual(before);
   });
 });
 
