@@ -8,6 +8,7 @@ import { mkdir, readFile, rename, stat, symlink, utimes, writeFile } from 'node:
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prune, nodePruneFs, type PruneFs } from '../../../daemon/src/engine/retention.ts';
+import { approveReviewed } from '../../../daemon/src/engine/approve.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 import { filesUnder, invoice, makeWorld, stateOf, syncInProcess, until, type World } from '../helpers.ts';
 
@@ -277,7 +278,7 @@ describe('never outside the configured folders', () => {
 });
 
 describe('a document waiting for review', () => {
-  it('is never pruned: its original and results in review_dir stay, however old', async () => {
+  it('is never pruned nor settled while it waits, however old; once approved, its own period counts', async () => {
     world = await makeWorld({
       watchYaml: `${RETENTION}\n    review_dir: ./review\n    review: { fraud: { max_score: 0.9 } }`,
     });
@@ -300,6 +301,17 @@ describe('a document waiting for review', () => {
     expect(lines.filter((l) => l.startsWith('deleted ')).length).toBeGreaterThan(0); // a.txt's files
     expect(await filesUnder(review)).toEqual(waiting);
     expect(stateOf(w, 'suspect.txt')).toBe('review');
+
+    // Approved, it is archived like any other, and pruned once its own period is over: the prune
+    // above settled nothing of it.
+    const again = await w.start();
+    approveReviewed({ db: again.db, config: w.config(), wake: () => again.pipeline.wake() }, 'all');
+    await until('suspect archived', () => stateOf(w, 'suspect.txt') === 'archived');
+    await again.stop();
+    const later = await pruneAt(w, 1000, false);
+    expect(later.lines.filter((l) => l.startsWith('deleted ') && l.includes('processed original'))).toEqual([
+      expect.stringContaining(join(w.dir, 'processed')),
+    ]);
   });
 });
 
