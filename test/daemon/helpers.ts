@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -10,7 +10,7 @@ import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulat
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { invoiceTemplate } from '../support/templates.ts';
-import { loadConfig, type Config } from '../../daemon/src/common/config.ts';
+import { ConfigSchema, loadConfig, type Config, type WatchConfig } from '../../daemon/src/common/config.ts';
 import { startDaemon, type RunningDaemon, type StartOptions } from '../../daemon/src/engine/daemon.ts';
 import { createLogger } from '../../daemon/src/common/logging.ts';
 import { main as syncMain } from '../../daemon/src/commands/docex-sync.ts';
@@ -226,4 +226,30 @@ export async function syncInProcess(
     ...options.io,
   });
   return { code, stdout, stderr };
+}
+
+/** Every file below `dir`, relative to it, '/'-separated and sorted ([] when it does not exist). */
+export async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)).split('\\').join('/'))
+    .sort();
+}
+
+/** A watch of `root` as the watcher tests run it (no service; outputs beside it in `base`; rescans an hour apart). */
+export function watchIn(base: string, root: string, watch: Record<string, unknown> = {}): WatchConfig {
+  return ConfigSchema.parse({
+    state_db: join(base, 'sync.db'),
+    watch: [
+      {
+        path: root,
+        template_id: 1,
+        output: join(base, 'results'),
+        failed_dir: join(base, 'failed'),
+        rescan_interval_ms: 3_600_000,
+        ...watch,
+      },
+    ],
+  }).watch[0]!;
 }

@@ -2,18 +2,11 @@
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
-import { makeWorld } from './helpers.ts';
+import { readFile, writeFile } from 'node:fs/promises';
+import { filesUnder, makeWorld } from './helpers.ts';
 
-/** Every file below `dir`, relative to it, '/'-separated and sorted. */
-export async function tree(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split('\\').join('/'))
-    .sort();
-}
+/** Every file below `dir`, relative to it, '/'-separated and sorted (helpers.ts, filesUnder). */
+export const tree = filesUnder;
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 /** The emulator's score of a text without "Fraud: high" (emulator/extract.ts, fraudOf). */

@@ -38,6 +38,11 @@ export const COMMANDS: ReadonlyArray<CommandRow<SyncIo>> = [
     load: async () => (await import('./approve.ts')).command,
   },
   {
+    name: 'prune',
+    summary: 'delete what retention says is old enough (--dry-run: only print it)',
+    load: async () => (await import('./prune.ts')).command,
+  },
+  {
     name: 'check',
     summary: 'validate the config and the API key, then exit',
     load: async () => (await import('./check.ts')).command,

@@ -91,6 +91,22 @@ const Route = z.strictObject({
   review: ReviewSection.optional(),
 });
 
+/**
+ * How long docex-sync keeps what it moved or wrote for a watch (days, counted from when the state
+ * DB recorded it; docs/daemon.md, "Retention"). A kind left out is kept forever. Only files the
+ * state DB records as moved or written by docex-sync are ever deleted.
+ */
+const Retention = z.strictObject({
+  /** Originals moved to processed_dir (on_success: move). */
+  processed_days: positiveInt.optional(),
+  /** Originals moved to failed_dir, with their .error.json. */
+  failed_days: positiveInt.optional(),
+  /** The result files (.json, .fields.csv, .lines.csv) of processed originals. */
+  results_days: positiveInt.optional(),
+  /** When the running daemon prunes (cron; default daily at 03:30 local time). */
+  schedule: cron.default('30 3 * * *'),
+});
+
 const WatchFolder = z.strictObject({
   path: z.string().min(1),
   template_id: positiveInt.optional(),
@@ -136,6 +152,7 @@ const WatchFolder = z.strictObject({
   review: ReviewSection.optional(),
   /** Where held documents wait (original, results, <name>.review.json, review-<day>.csv); required with review rules. */
   review_dir: z.string().min(1).optional(),
+  retention: Retention.optional(),
 });
 
 const Rerun = z.strictObject({
@@ -317,6 +334,10 @@ export function loadConfig(file: string): Config {
     });
     if (w.on_success === 'move' && !w.processed_dir)
       problems.push(`${key('processed_dir')}: required when on_success is "move"`);
+    if (w.retention?.processed_days !== undefined && w.on_success !== 'move')
+      problems.push(
+        `${key('retention', 'processed_days')}: only with on_success: move (with "${w.on_success}", docex-sync keeps no original to prune); remove it`,
+      );
     for (const [name, dir] of [
       ['output', w.output],
       ['failed_dir', w.failed_dir],

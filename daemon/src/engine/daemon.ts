@@ -18,6 +18,7 @@ import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
 import type { KeyCheck } from './preflight.ts';
+import { pruneOnSchedule } from './retention.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
@@ -95,8 +96,18 @@ export async function startDaemon(
   if (temps) log.info({ files: temps }, 'removed temp files left by an earlier crash');
   let scanned = 0;
   const scanBar = progressBar(process.stderr, 'start-up scan: files found');
+  // A watch now polled (or gone from the config) has no native watcher to be blind.
+  for (const watch of Object.keys(db.blindWatchers()))
+    if (!config.watch.some((w) => w.path === watch && !w.polling)) db.setBlindWatcher(watch, null);
   const watchers = config.watch.map(
-    (w) => new FolderWatcher(w, pipeline, log, () => scanBar.update(++scanned)),
+    (w) =>
+      new FolderWatcher(
+        w,
+        pipeline,
+        log,
+        () => scanBar.update(++scanned),
+        (blind) => db.setBlindWatcher(w.path, blind),
+      ),
   );
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
@@ -141,6 +152,26 @@ export async function startDaemon(
       ),
     );
   }
+  // Retention: each schedule prunes the watches that name it (node-cron keeps one timer to the next run).
+  const pruning = new Map<string, Promise<void>>();
+  for (const schedule of new Set(config.watch.flatMap((w) => (w.retention ? [w.retention.schedule] : [])))) {
+    const watches = config.watch.filter((w) => w.retention?.schedule === schedule);
+    tasks.push(
+      cron.schedule(schedule, async () => {
+        if (pruning.has(schedule) || stopping.signal.aborted) return;
+        const run = pruneOnSchedule({ db, config, watches, now }, log)
+          .catch((error: unknown) =>
+            log.error(
+              { err: (error as Error).message },
+              'retention: prune failed; tried again on its next schedule',
+            ),
+          )
+          .finally(() => pruning.delete(schedule));
+        pruning.set(schedule, run);
+        await run;
+      }),
+    );
+  }
   const summaries = startSummaries(pipeline, db, log);
   const http = config.http
     ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake() })
@@ -165,6 +196,7 @@ export async function startDaemon(
       stopping.abort();
       keyCheck?.stop();
       for (const t of tasks) await t.stop();
+      await Promise.all(pruning.values());
       for (const w of watchers) await w.stop();
       for (const m of mailboxes) await m.stop();
       await pipeline.stop();

@@ -105,6 +105,8 @@ export interface FileRow {
   review_path: string | null;
   /** When a person approved it (it then moves on to processed/output). */
   approved_at: number | null;
+  /** Where the original was moved in processed_dir (null: not moved, or archived before this was recorded). */
+  archive_path: string | null;
 }
 
 export interface Policy {
@@ -170,7 +172,8 @@ export type Observation =
   | { kind: 'poll-failed'; error: unknown }
   | { kind: 'results-written' }
   | { kind: 'results-failed'; error: unknown }
-  | { kind: 'archived' }
+  /** `path`: where the original was moved (on_success: move). */
+  | { kind: 'archived'; path?: string }
   | { kind: 'archive-failed'; error: unknown }
   /** Moved to the failed folder (or, if gone, its .error.json written there); `path` is where it is now. */
   | { kind: 'failure-reported'; path: string }
@@ -373,7 +376,12 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
       return later(row, now, policy, { blocked: `could not write the results: ${describe(obs.error)}` });
     case 'archived':
       if (state !== 'done') return keep();
-      return to({ state: 'archived', blocked: null, next_at: NEVER });
+      return to({
+        state: 'archived',
+        blocked: null,
+        next_at: NEVER,
+        ...(obs.path !== undefined ? { archive_path: obs.path } : {}),
+      });
     case 'archive-failed':
       if (state !== 'done') return keep();
       return to({

@@ -575,6 +575,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (step === 'hold') return this.holdForReview(watch, row);
     // An approved file's original waits in review_dir: it is archived from there.
     const source = row.review_path ?? row.path;
+    let movedTo: string | undefined;
     try {
       if (step === 'release') {
         const released = await this.reviews.release(watch, row, () => plannedArchive(watch, row));
@@ -590,6 +591,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         );
         if (there) {
           const target = await moveInto(source, watch.processed_dir!, row.archive_rel ?? row.rel);
+          movedTo = target;
           if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(
               watch,
@@ -608,7 +610,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       return;
     }
     this.plannedArchives.delete(row.id);
-    const archived = this.apply(row, { kind: 'archived' }).row;
+    const archived = this.apply(row, { kind: 'archived', path: movedTo }).row;
     metrics?.processed.inc({ outcome: row.outcome ?? 'processed' });
     this.emit('file-archived', archived);
   }

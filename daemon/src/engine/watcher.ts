@@ -38,6 +38,23 @@ export interface CandidateSink {
 const REWALK_MS = 1000;
 
 /**
+ * A native watcher is blind (a network share: inotify hears only this machine's writes) when this
+ * many rescans found files that no event had reported, with no event at all since the first of
+ * them. A working watcher reports a file before the rescan, or soon after it when the two race,
+ * and any event it reports starts the count over (docs/decisions.md, "A blind watcher").
+ */
+export const BLIND_AFTER_RESCANS = 3;
+
+/** What a blind watcher's warning, status and /healthz say. */
+export interface BlindWatcher {
+  /** When the first of the rescans ran (ms). */
+  since: number;
+  /** Rescans that found files no event reported, and how many files they found. */
+  rescans: number;
+  files: number;
+}
+
+/**
  * Which folder is at a path: its inode, and its birth time, since a folder made again at once often
  * gets the inode number of the one just removed (ext4).
  */
@@ -64,13 +81,32 @@ export class FolderWatcher {
   private readonly log: Logger;
   private readonly walker: Walker;
   private readonly scanned: (() => void) | undefined;
+  private readonly blindness: ((blind: BlindWatcher | null) => void) | undefined;
+  /** Files and folders watcher events named since the last rescan (evidence that the watcher hears). */
+  private heard = 0;
+  /** Rescans since the last event that found files no event reported (null: none). */
+  private unheard: BlindWatcher | null = null;
+  private blind = false;
+  /** Whether a rescan found that events were heard in this run. */
+  private heardOnce = false;
 
-  /** `scanned`: told of each file the start-up scan finds (the progress line of `run` on a terminal). */
-  constructor(watch: WatchConfig, sink: CandidateSink, log: Logger, scanned?: () => void) {
+  /**
+   * `scanned`: told of each file the start-up scan finds (the progress line of `run` on a terminal).
+   * `blindness`: told when the native watcher turns out blind (and again as its counts grow), and
+   * null when it reports events again.
+   */
+  constructor(
+    watch: WatchConfig,
+    sink: CandidateSink,
+    log: Logger,
+    scanned?: () => void,
+    blindness?: (blind: BlindWatcher | null) => void,
+  ) {
     this.watch = watch;
     this.sink = sink;
     this.log = log;
     this.scanned = scanned;
+    this.blindness = blindness;
     this.walker = new Walker(watch, log);
   }
 
@@ -121,6 +157,7 @@ export class FolderWatcher {
     };
     const { files, fresh } = await this.walkInto(this.watch.path, entering);
     if (this.stopped) return;
+    if (!this.watch.polling) this.judgeWatcher(fresh);
     this.sink.rescanned?.();
     for (const dir of [...this.folders.keys()]) {
       if (walked.has(dir)) continue;
@@ -136,6 +173,35 @@ export class FolderWatcher {
       },
       why,
     );
+  }
+
+  /** After a rescan that recorded `fresh` new files: is the native watcher hearing anything? */
+  private judgeWatcher(fresh: number) {
+    const heard = this.heard;
+    this.heard = 0;
+    if (heard > 0) {
+      this.unheard = null;
+      // Also the first time in a run: an earlier run may have recorded this watcher as blind.
+      if (this.blind || !this.heardOnce) this.blindness?.(null);
+      if (this.blind)
+        this.log.info({ folder: this.watch.path }, 'the watcher of this folder reports events again');
+      this.blind = false;
+      this.heardOnce = true;
+      return;
+    }
+    if (fresh === 0) return; // nothing happened: no evidence either way
+    const unheard = (this.unheard ??= { since: Date.now(), rescans: 0, files: 0 });
+    unheard.rescans++;
+    unheard.files += fresh;
+    if (unheard.rescans < BLIND_AFTER_RESCANS) return;
+    if (!this.blind) {
+      this.blind = true;
+      this.log.warn(
+        { folder: this.watch.path, rescans: unheard.rescans, files: unheard.files },
+        `the watcher of this folder reports nothing: ${unheard.rescans} rescans found ${unheard.files} new file(s) that no watcher event reported (a network share, SMB/NFS?), so files wait up to rescan_interval_ms; set polling: true for this folder`,
+      );
+    }
+    this.blindness?.({ ...unheard });
   }
 
   private async startPolling() {
@@ -257,6 +323,7 @@ export class FolderWatcher {
     if (this.walker.excluded(path)) return;
     const info = await lstat(path).catch(() => undefined);
     if (this.stopped) return;
+    if (info) this.heard++;
     if (!info) {
       this.unwatch(path);
       // A watcher names its own folder when that folder is removed or moved away: the folder now at

@@ -58,6 +58,10 @@ ${s.watches
         w.paused
           ? `<div class="bad" data-testid="paused-${i}">paused since ${when(w.paused.since)}: ${esc(w.paused.reason)}</div>`
           : ''
+      }${
+        w.blind_watcher
+          ? `<div class="bad" data-testid="blind-${i}">watcher hears nothing since ${when(w.blind_watcher.since)}: ${w.blind_watcher.rescans} rescans found ${w.blind_watcher.files} file(s) no event reported; ${esc(w.blind_watcher.advice)}</div>`
+          : ''
       }</th>${counts(w.files, `watch-${i}`)}</tr>${w.routes
         .map(
           (r, j) =>

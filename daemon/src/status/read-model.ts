@@ -5,7 +5,7 @@
 import type { Config } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
-import type { PullRecord, StateDb } from '../store/state.ts';
+import type { BlindWatcherRecord, PullRecord, StateDb } from '../store/state.ts';
 import { heldReview } from '../outputs/review.ts';
 
 /** What the page shows; also GET /api/status. */
@@ -20,6 +20,8 @@ export interface StatusSnapshot {
     folder_id: number | null;
     files: Record<FileState, number>;
     paused: { reason: string; since: string } | null;
+    /** Rescans keep finding files no watcher event reported (a network share): set polling: true. */
+    blind_watcher: { since: string; rescans: number; files: number; advice: string } | null;
     /** With routes: counts per route (route null: the watch's own template or folder). */
     routes: Array<{
       route: string | null;
@@ -134,6 +136,9 @@ export function healthOf(source: StatusSource): Health {
     (now - down.since >= limit ? failing : attention).push(reason);
   }
   for (const w of db.pausedWatches()) attention.push(`watch ${w.path} is paused: ${w.paused_reason}`);
+  const blind = db.blindWatchers();
+  for (const w of config.watch)
+    if (blind[w.path]) attention.push(`watch ${w.path}: ${blindAdvice(blind[w.path]!)}`);
   const failed = db.counts().failed;
   if (failed)
     attention.push(
@@ -160,6 +165,10 @@ export function healthOf(source: StatusSource): Health {
   return { level, ok: level === 'healthy', reasons: [...failing, ...attention] };
 }
 
+/** What a blind watcher means and what to do, said the same everywhere. */
+export const blindAdvice = (b: BlindWatcherRecord) =>
+  `its watcher reports no events: ${b.rescans} rescans found ${b.files} file(s) no event reported (a network share, SMB/NFS?), so new files wait for the next rescan; set polling: true for this folder`;
+
 export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusSnapshot {
   const { db, config } = source;
   const now = (source.now ?? Date.now)();
@@ -179,6 +188,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     }
   const heldRows = db.lastHeld(failedLimit);
   const paused = new Map(db.pausedWatches().map((w) => [w.path, w]));
+  const blind = db.blindWatchers();
   const failedRows = db.lastFailed(failedLimit);
   const hourAgo = now - 3_600_000;
   const finished = db.finishedSince(hourAgo);
@@ -215,6 +225,14 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       files: perWatch.get(w.path) ?? zero(),
       paused: paused.has(w.path)
         ? { reason: paused.get(w.path)!.paused_reason, since: iso(paused.get(w.path)!.paused_at)! }
+        : null,
+      blind_watcher: blind[w.path]
+        ? {
+            since: iso(blind[w.path]!.since)!,
+            rescans: blind[w.path]!.rescans,
+            files: blind[w.path]!.files,
+            advice: 'set polling: true for this folder',
+          }
         : null,
       routes:
         w.routes.length === 0

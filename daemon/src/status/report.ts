@@ -61,7 +61,11 @@ export function renderStatus(s: CliStatus): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(', ') || 'no files yet';
   for (const w of s.watches) {
-    lines.push(`Watch ${w.path}${w.paused ? ` (paused since ${w.paused.since})` : ''}: ${busy(w.files)}`);
+    lines.push(
+      `Watch ${w.path}${w.paused ? ` (paused since ${w.paused.since})` : ''}${
+        w.blind_watcher ? ` (watcher blind since ${w.blind_watcher.since}: ${w.blind_watcher.advice})` : ''
+      }: ${busy(w.files)}`,
+    );
     for (const r of w.routes)
       lines.push(
         `  route ${r.route === null ? '(top folder)' : r.route} → ${

@@ -29,8 +29,29 @@ export const KV = {
   /** The pull's cursor (ms) and the fingerprints of documents seen in its overlap. */
   pullCursor: 'pull.cursor',
   pullSeen: 'pull.seen',
+  /** Watches whose native watcher hears nothing (JSON: watch path → BlindWatcherRecord). */
+  blindWatchers: 'watch.blind',
 } as const;
 export type KvKey = (typeof KV)[keyof typeof KV];
+
+/** What retention prunes: originals in processed_dir, originals (and reports) in failed_dir, result files. */
+export type PruneKind = 'processed' | 'failed' | 'results';
+/** How retention settled one file: deleted, already gone, or kept (not what docex-sync wrote any more). */
+export interface PrunedFile {
+  file_id: number;
+  kind: PruneKind;
+  path: string;
+  bytes: number;
+  outcome: 'deleted' | 'gone' | 'kept';
+  reason: string | null;
+}
+
+/** A watch whose rescans keep finding files no watcher event reported (engine/watcher.ts). */
+export interface BlindWatcherRecord {
+  since: number;
+  rescans: number;
+  files: number;
+}
 
 /** One pull, as `status` and the page show it. */
 export interface PullRecord {
@@ -135,6 +156,21 @@ const MIGRATIONS = [
   `ALTER TABLE files ADD COLUMN review TEXT;
   ALTER TABLE files ADD COLUMN review_path TEXT;
   ALTER TABLE files ADD COLUMN approved_at INTEGER;`,
+  // 8: retention. Where an original was actually moved (freeTarget may have given "a (2).pdf"), and
+  // each file retention settled: deleted, found gone, or kept because it is no longer what
+  // docex-sync wrote. A file row with an entry of a kind is not looked at again for that kind.
+  `ALTER TABLE files ADD COLUMN archive_path TEXT;
+  CREATE TABLE IF NOT EXISTS pruned (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS pruned_file ON pruned(file_id, kind);`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -602,6 +638,25 @@ export class StateDb {
     this.deleteValue(KV.keyRefused);
   }
 
+  /** The watches whose native watcher was found blind, by path. */
+  blindWatchers(): Record<string, BlindWatcherRecord> {
+    try {
+      const value = JSON.parse(this.getValue(KV.blindWatchers) ?? '{}') as unknown;
+      return value && typeof value === 'object' ? (value as Record<string, BlindWatcherRecord>) : {};
+    } catch {
+      return {};
+    }
+  }
+  /** Records (or, with null, clears) a watch's blind watcher. */
+  setBlindWatcher(watch: string, blind: BlindWatcherRecord | null) {
+    const all = this.blindWatchers();
+    if (blind) all[watch] = blind;
+    else if (watch in all) delete all[watch];
+    else return;
+    if (Object.keys(all).length) this.setValue(KV.blindWatchers, JSON.stringify(all));
+    else this.deleteValue(KV.blindWatchers);
+  }
+
   /** Keeps the last `keep` pulls, newest first. */
   recordPull(record: PullRecord, keep = 10) {
     this.setValue(KV.pullHistory, JSON.stringify([record, ...this.lastPulls(keep)].slice(0, keep)));
@@ -673,6 +728,46 @@ export class StateDb {
       `SELECT state, updated_at FROM files WHERE state IN ('archived', 'failed') AND updated_at >= ? ORDER BY updated_at`,
     ).all(ms) as Array<{ state: FileState; updated_at: number }>;
   }
+  /**
+   * Rows of a watch whose files of `kind` are older than `cutoff` (by the time the DB recorded their
+   * move or write) and not settled by retention yet, in id order after `afterId`. Results of a
+   * document that another row still within the period shares (the same bytes again) wait for it, as
+   * do those of a document a row waiting for review shares (its results go to output when approved).
+   * A row in review is never due: its original and results wait in review_dir, not retention's folders.
+   */
+  pruneDue(watch: string, kind: PruneKind, cutoff: number, afterId: number, limit: number): FileRow[] {
+    const which = {
+      processed: `state = 'archived'`,
+      failed: `state = 'failed' AND finalized = 1`,
+      results: `state = 'archived' AND document_id IS NOT NULL AND NOT EXISTS
+        (SELECT 1 FROM files AS g WHERE g.document_id = f.document_id AND g.id != f.id
+         AND g.state IN ('uploaded', 'done', 'review', 'archived') AND g.updated_at > @cutoff)`,
+    }[kind];
+    return this.st(
+      `SELECT * FROM files AS f WHERE watch = @watch AND ${which} AND updated_at <= @cutoff AND id > @afterId
+       AND NOT EXISTS (SELECT 1 FROM pruned AS p WHERE p.file_id = f.id AND p.kind = @kind)
+       ORDER BY id LIMIT @limit`,
+    ).all({ watch, kind, cutoff, afterId, limit }) as FileRow[];
+  }
+
+  /** Files retention settled (all of one row's kind together, so a row is settled whole or not at all). */
+  recordPruned(files: PrunedFile[], now: number) {
+    this.write(() => {
+      for (const f of files)
+        this.st(
+          `INSERT INTO pruned (file_id, kind, path, bytes, outcome, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        ).run(f.file_id, f.kind, f.path, f.bytes, f.outcome, f.reason, now);
+    });
+  }
+
+  /** What retention has deleted so far, and how many files it kept because they changed. */
+  prunedTotals(): { deleted: number; bytes: number; kept: number; last_at: number | null } {
+    return this.st(
+      `SELECT COALESCE(SUM(outcome = 'deleted'), 0) AS deleted, COALESCE(SUM(CASE WHEN outcome = 'deleted' THEN bytes END), 0) AS bytes,
+       COALESCE(SUM(outcome = 'kept'), 0) AS kept, MAX(at) AS last_at FROM pruned`,
+    ).get() as { deleted: number; bytes: number; kept: number; last_at: number | null };
+  }
+
   /** The rows of files whose results came from these documents (a rerun rewrites them). */
   filesOfDocuments(documentIds: number[]): FileRow[] {
     return this.st(

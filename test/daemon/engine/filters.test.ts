@@ -13,7 +13,7 @@ import { ConfigSchema, globMatcher, type WatchConfig } from '../../../daemon/src
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
 import { FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
-import { invoice, makeWorld, until, type World } from '../helpers.ts';
+import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 
 const HOUR = 3_600_000;
 const TREE = [
@@ -115,25 +115,13 @@ async function startWatcher(
   const base = await mkdtemp(join(tmpdir(), 'docex-filters-'));
   const root = join(base, 'inbox');
   await mkdir(root);
-  const config = ConfigSchema.parse({
-    state_db: join(base, 'sync.db'),
-    watch: [
-      {
-        path: root,
-        template_id: 1,
-        output: join(base, 'results'),
-        failed_dir: join(base, 'failed'),
-        rescan_interval_ms: HOUR,
-        ...watch,
-      },
-    ],
-  });
+  const config = watchIn(base, root, watch);
   const log = createLogger('silent', {
     pretty: false,
     destination: new Writable({ write: (_c, _e, d) => d() }),
   });
   const sink = new FakeSink();
-  const watcher = new FolderWatcher(config.watch[0]!, sink, log);
+  const watcher = new FolderWatcher(config, sink, log);
   cleanups.push(async () => {
     await watcher.stop();
     await rm(base, { recursive: true, force: true });

@@ -70,6 +70,7 @@ const row = (state: FileState, extra: Partial<FileRow> = {}): FileRow => ({
   review_path: null,
   approved_at: null,
   result_base: null,
+  archive_path: null,
   ...extra,
 });
 

@@ -44,6 +44,7 @@ const uploaded = (now: number): FileRow => ({
   review_path: null,
   approved_at: null,
   result_base: null,
+  archive_path: null,
   rel: 'a.pdf',
   size: 1,
   mtime_ms: 1,

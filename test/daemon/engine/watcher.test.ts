@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigSchema, type WatchConfig } from '../../../daemon/src/common/config.ts';
+import type { WatchConfig } from '../../../daemon/src/common/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
 import { FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
-import { invoice, makeWorld, until, type World } from '../helpers.ts';
+import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 
 const HOUR = 3_600_000;
 
@@ -60,27 +60,14 @@ async function start(watch: Record<string, unknown> = {}, prepare?: (root: strin
   await mkdir(root);
   await mkdir(outside);
   await prepare?.(root);
-  const config = ConfigSchema.parse({
-    state_db: join(base, 'sync.db'),
-    watch: [
-      {
-        path: root,
-        template_id: 1,
-        output: join(base, 'results'),
-        failed_dir: join(base, 'failed'),
-        recursive: true,
-        rescan_interval_ms: HOUR,
-        ...watch,
-      },
-    ],
-  });
+  const config = watchIn(base, root, { recursive: true, ...watch });
   const logs: Setup['logs'] = [];
   const log = createLogger('debug', {
     pretty: false,
     destination: new Writable({ write: (c, _e, done) => (logs.push(JSON.parse(String(c))), done()) }),
   });
   const sink = new FakeSink();
-  const watcher = new FolderWatcher(config.watch[0]!, sink, log);
+  const watcher = new FolderWatcher(config, sink, log);
   await watcher.start();
   const setup = { root, outside, sink, logs, watcher };
   setups.push(setup);

@@ -5,25 +5,16 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
-import { makeWorld, SECRET, until, type World } from '../helpers.ts';
+import { filesUnder, makeWorld, SECRET, until, type World } from '../helpers.ts';
 
 let world: World | undefined;
 afterEach(async () => {
   await world?.cleanup();
   world = undefined;
 });
-
-/** Every file below `dir`, relative to it, '/'-separated and sorted. */
-async function tree(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split('\\').join('/'))
-    .sort();
-}
 
 const doc = (supplier: string | undefined, number: string, note = '') =>
   `${supplier === undefined ? '' : `Supplier: ${supplier}\n`}Invoice number: ${number}\nTotal: 10,00\n${note}`;
@@ -62,7 +53,7 @@ describe('names from the data', () => {
         await daemon.stop();
       }
       const year = String(new Date().getFullYear());
-      expect(await tree(join(world.dir, 'processed'))).toEqual(
+      expect(await filesUnder(join(world.dir, 'processed'))).toEqual(
         [
           `${year}/ACME GmbH/R-1.pdf`,
           `${year}/ACME GmbH/R-1 (2).pdf`,
@@ -71,7 +62,7 @@ describe('names from the data', () => {
           `${year}/no supplier/R-9.pdf`,
         ].sort(),
       );
-      const results = (await tree(join(world.dir, 'results'))).filter((f) => !f.startsWith('daily-'));
+      const results = (await filesUnder(join(world.dir, 'results'))).filter((f) => !f.startsWith('daily-'));
       expect(results).toEqual(
         [
           'ACME GmbH/R-1 Invoice',

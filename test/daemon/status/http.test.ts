@@ -269,6 +269,7 @@ describe('the status page and its API', () => {
             failed: 1,
           },
           paused: { reason: evil, since: '2026-01-01T00:00:00.000Z' },
+          blind_watcher: { since: '2026-01-01T00:00:00.000Z', rescans: 3, files: 4, advice: evil },
           routes: [
             {
               route: evil,
