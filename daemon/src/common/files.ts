@@ -70,8 +70,13 @@ export function inside(dir: string, child: string): string {
   return target;
 }
 
-/** Folders writeAtomic made (or found) in this process: not made again for every file. */
+/**
+ * Folders writeAtomic made (or found) in this process: not made again for every file. Names from the
+ * data make a folder per supplier or month, so over months the set is emptied when it reaches
+ * MADE_DIRS_MAX (a forgotten folder costs one more mkdir, nothing else).
+ */
 const madeDirs = new Set<string>();
+const MADE_DIRS_MAX = 4096;
 const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
 
 /**
@@ -82,6 +87,7 @@ export async function writeAtomic(path: string, data: string | Uint8Array) {
   const dir = dirname(path);
   if (!madeDirs.has(dir)) {
     await mkdir(dir, { recursive: true });
+    if (madeDirs.size >= MADE_DIRS_MAX) madeDirs.clear();
     madeDirs.add(dir);
   }
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);

@@ -41,10 +41,15 @@ export interface WalkOptions {
   found?: () => void;
 }
 
+const SKIPPED_MAX = 10_000;
+
 export class Walker {
   private readonly watch: WatchConfig;
   private readonly log: Logger;
-  /** Paths already logged as skipped: one line each, not one per walk. */
+  /**
+   * Paths already logged as skipped: one line each, not one per walk. Emptied at SKIPPED_MAX (then a
+   * path still there is logged once more) so a share full of symlinks cannot grow it without end.
+   */
   private readonly skipped = new Set<string>();
 
   constructor(watch: WatchConfig, log: Logger) {
@@ -169,9 +174,16 @@ export class Walker {
   }
 
   private warnOnce(path: string, message: string) {
-    if (this.skipped.has(path)) return;
-    this.skipped.add(path);
+    if (!this.firstSkip(path)) return;
     this.log.warn({ file: path }, message);
+  }
+
+  /** True the first time a path is skipped (since the set was last emptied). */
+  private firstSkip(path: string): boolean {
+    if (this.skipped.has(path)) return false;
+    if (this.skipped.size >= SKIPPED_MAX) this.skipped.clear();
+    this.skipped.add(path);
+    return true;
   }
 
   /** A regular file's candidate; undefined for anything else or when it is gone. */
@@ -183,8 +195,7 @@ export class Walker {
   /** Symlinks and special files are skipped with one log line each; folders silently. */
   candidateOf(path: string, info: Stats, rel = relative(this.watch.path, path)): Candidate | undefined {
     if (!info.isFile()) {
-      if (!info.isDirectory() && !this.skipped.has(path)) {
-        this.skipped.add(path);
+      if (!info.isDirectory() && this.firstSkip(path)) {
         this.log.info(
           { file: path, kind: info.isSymbolicLink() ? 'symlink' : 'special' },
           'skipped: not a regular file',
