@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DocexAbortError, DocexConnectionError, DocexTimeoutError } from '@docex/shared';
+import { DocexAbortError, DocexConnectionError, DocexServerError, DocexTimeoutError } from '@docex/shared';
 import { saveBinary } from '@docex/shared/node';
 import { caught, localServer, nodeClient } from '../support/client.ts';
 
@@ -263,6 +263,30 @@ describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way close
       const error = await caught(upload);
       expect(error).toBeInstanceOf(ErrorClass);
       // Not eventually: by the time the caller hears of the failure, the file is closed.
+      expect(handlesOn(path)).toBe(0);
+    } finally {
+      await server.close();
+      await rm(path, { force: true });
+    }
+  });
+
+  // A server (or a proxy in front of it) may answer before it has read the body and then read no
+  // more. The writer used to wait for a drain that never came, its file left open until the garbage
+  // collector closed it ("Closing file descriptor on garbage collection", seen in the soak).
+  test('answered before the body was read', { timeout: 20_000 }, async () => {
+    const path = join(dir, 'half-answered.pdf');
+    await writeFile(path, Buffer.alloc(32 * MB, 1));
+    const server = await localServer((req, res) => {
+      req.once('data', () => {
+        req.pause(); // consumed, so Node does not drain the rest for us: the client's writes back up
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end('{"detail":"Internal error before the upload was read"}');
+      });
+    });
+    try {
+      const client = nodeClient({ baseUrl: server.url, retry: { maxRetries: 0 } });
+      const error = await caught(client.uploadFile({ files: [{ path }] }));
+      expect(error).toBeInstanceOf(DocexServerError);
       expect(handlesOn(path)).toBe(0);
     } finally {
       await server.close();

@@ -266,16 +266,17 @@ export class NodeTransport implements Transport {
       // (a read is repeated after a reset anyway).
       const wire = ticket || !request.idempotent ? watchWire(stream, ticket) : undefined;
       // The multipart body is written into the request stream as it goes (see writeMultipart).
-      const writer = multipart ? writeMultipart(stream, multipart.plan, multipart.sizeOf) : undefined;
+      const writer = multipart ? startWriter(stream, multipart.plan, multipart.sizeOf) : undefined;
       let result: { response: TransportResponse; finished: Promise<void> };
       try {
         result = await this.answer(stream, request);
       } catch (error) {
         // The request died (reset, timeout, abort) maybe while the writer was opening a file: the
         // caller hears of it only once the writer has stopped and closed its file.
-        await writer;
+        if (writer) await stopWriter(stream, writer);
         throw wire ? wire.failed(error) : error;
       }
+      if (writer) await stopWriter(stream, writer);
       ticket?.sent();
       const next = this.redirectTarget(request, result.response, url);
       if (!next || hops >= MAX_REDIRECTS) return result;
@@ -507,6 +508,35 @@ async function fileSizes(
     }
   }
   return (file) => sizes.get(file);
+}
+
+/**
+ * The answer is in (or the request failed): the writer has nothing more to do. A server may answer
+ * before it has read the whole body (an error in front of the upload, a 5xx of a proxy); then
+ * nobody reads the rest, the writer would wait forever for a drain, and the request stream with the
+ * writer's open file would be left to the garbage collector (Node closes the file then, with a
+ * warning that will become an error). So a request whose writer is still going is destroyed.
+ */
+async function stopWriter(stream: RequestStream, writer: MultipartWriter): Promise<void> {
+  if (!writer.done) stream.destroy();
+  await writer.finished;
+}
+
+interface MultipartWriter {
+  done: boolean;
+  finished: Promise<void>;
+}
+
+function startWriter(
+  stream: RequestStream,
+  plan: MultipartPlan,
+  sizeOf: (file: FileInput) => number | undefined,
+): MultipartWriter {
+  const writer: MultipartWriter = { done: false, finished: Promise.resolve() };
+  writer.finished = writeMultipart(stream, plan, sizeOf).finally(() => {
+    writer.done = true;
+  });
+  return writer;
 }
 
 const CHUNK_BYTES = 256 * 1024;
