@@ -6,6 +6,7 @@ import tseslint from 'typescript-eslint';
 import { n8nCommunityNodesPlugin } from '@n8n/eslint-plugin-community-nodes';
 import n8nNodesBase from 'eslint-plugin-n8n-nodes-base';
 import { builtinModules } from 'node:module';
+import { dirname, resolve } from 'node:path';
 
 /** Node's built-in modules, with and without the node: prefix. */
 const nodeBuiltins = ['node:*', ...builtinModules];
@@ -13,6 +14,58 @@ const nodeBuiltins = ['node:*', ...builtinModules];
 const intoSharedByPath = {
   regex: '^\\.{1,2}/(.*/)?shared(/|$)',
   message: "import '@docex/shared' or '@docex/shared/node', not its files",
+};
+
+/**
+ * docex-sync's whole config (`Config`, and `ConfigSchema` and `loadConfig`, which give it) is held by
+ * the wiring only; every other daemon module imports the slice it reads from common/config.ts
+ * (docs/architecture.md, "The daemon package"). Paths are resolved, so `./config.ts` in common/
+ * counts and mail/config.ts does not; `import * as` and `import('...').Config` count too.
+ */
+const CONFIG_MODULE = resolve(import.meta.dirname, 'daemon/src/common/config.ts');
+const WHOLE_CONFIG = new Set(['Config', 'ConfigSchema', 'loadConfig']);
+const wholeConfigRule = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      named:
+        "'{{name}}' is the whole docex-sync config: only engine/daemon.ts and commands/ hold it; give this module its slice (WatchConfig, ConfigSlice<'watch' | ...>, ... from common/config.ts)",
+      namespace:
+        'a namespace of common/config.ts reaches the whole docex-sync config: import the slice types by name (WatchConfig, ConfigSlice<...>)',
+    },
+  },
+  create(context) {
+    const here = dirname(context.filename);
+    const isConfigModule = (source) =>
+      typeof source === 'string' &&
+      source.startsWith('.') &&
+      resolve(here, source).replace(/\.[cm]?[jt]s$/, '') === CONFIG_MODULE.replace(/\.ts$/, '');
+    const named = (node, name) => {
+      if (WHOLE_CONFIG.has(name)) context.report({ node, messageId: 'named', data: { name } });
+    };
+    const leftmost = (name) => (name.type === 'TSQualifiedName' ? leftmost(name.left) : name.name);
+    return {
+      ImportDeclaration(node) {
+        if (!isConfigModule(node.source.value)) return;
+        for (const s of node.specifiers)
+          if (s.type === 'ImportNamespaceSpecifier') context.report({ node: s, messageId: 'namespace' });
+          else if (s.type === 'ImportSpecifier') named(s, s.imported.name ?? s.imported.value);
+      },
+      ExportNamedDeclaration(node) {
+        if (!node.source || !isConfigModule(node.source.value)) return;
+        for (const s of node.specifiers) named(s, s.local.name ?? s.local.value);
+      },
+      ExportAllDeclaration(node) {
+        if (isConfigModule(node.source.value)) context.report({ node, messageId: 'namespace' });
+      },
+      TSImportType(node) {
+        if (!isConfigModule(node.source?.value)) return;
+        if (!node.qualifier) context.report({ node, messageId: 'namespace' });
+        else named(node, leftmost(node.qualifier));
+      },
+    };
+  },
 };
 
 const nodeGlobals = Object.fromEntries(
@@ -73,6 +126,13 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // Each daemon module gets its slice of the config; only the wiring holds the whole of it.
+    files: ['daemon/src/**/*.ts'],
+    ignores: ['daemon/src/common/config.ts', 'daemon/src/engine/daemon.ts', 'daemon/src/commands/**'],
+    plugins: { docex: { rules: { 'whole-config': wholeConfigRule } } },
+    rules: { 'docex/whole-config': 'error' },
   },
   {
     // Tests read JSON answers loosely.

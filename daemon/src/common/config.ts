@@ -272,9 +272,17 @@ export const ConfigSchema = z.strictObject({
   log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error']).default('info'),
 });
 
+/**
+ * The whole config: only the wiring holds it (engine/daemon.ts, commands/); every other module gets
+ * its slice, one of the section types below or `ConfigSlice<'watch' | 'mailboxes'>` for a few
+ * sections. ESLint refuses `Config` elsewhere (eslint.config.js, test/lint/config-slices.test.ts).
+ */
 export type Config = z.output<typeof ConfigSchema>;
+/** The sections a module reads, and nothing else of the config (a module names its slice after itself). */
+export type ConfigSlice<Section extends keyof Config> = Pick<Config, Section>;
 export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
+export type NotifyConfig = NonNullable<Config['notify']>;
 
 export { ConfigError } from './errors.ts';
 

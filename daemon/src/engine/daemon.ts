@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
-import type { Config } from '../common/config.ts';
+import type { Config, ConfigSlice } from '../common/config.ts';
 import { removeStaleTemps } from '../common/files.ts';
 import { startHttp } from '../status/http.ts';
 import { createMetrics } from '../status/metrics.ts';
@@ -213,7 +213,7 @@ export async function startDaemon(
 /** Backoff of the key check while the service is away: the upload's, at most a minute apart. */
 function checkKeyUntilAnswered(
   pipeline: Pipeline,
-  config: Config,
+  config: ConfigSlice<'upload'>,
   log: Logger,
   unchecked: NonNullable<StartOptions['keyUnchecked']>,
   accepted: () => void,

@@ -18,7 +18,7 @@ import {
   type DocumentData,
   type TaskResult,
 } from '@docex/shared';
-import type { Config, WatchConfig } from '../common/config.ts';
+import type { ApiSettings, ConfigSlice, WatchConfig } from '../common/config.ts';
 import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
 import {
   decide,
@@ -45,10 +45,18 @@ import type { Candidate, Listed } from './walk.ts';
 import { RunState, type RunEvents } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
 
+/**
+ * What the pipeline reads of the config: the watches and the mailboxes' spool folders it carries
+ * files through, how it polls and uploads, and how many uploads at once.
+ */
+export type PipelineConfig = ConfigSlice<'watch' | 'mailboxes' | 'poll' | 'upload'> & {
+  api: Pick<ApiSettings, 'concurrency'>;
+};
+
 export interface PipelineDeps {
   db: StateDb;
   client: DocexClient;
-  config: Config;
+  config: PipelineConfig;
   log: Logger;
   metrics?: Metrics;
   now?: () => number;

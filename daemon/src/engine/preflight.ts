@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
-import type { Config } from '../common/config.ts';
+import type { ConfigSlice } from '../common/config.ts';
 import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
 
 export interface CheckReport {
@@ -57,8 +57,13 @@ async function writableFolder(key: string, path: string): Promise<string | undef
   }
 }
 
+/** What `check` reads of the config: the folders it names and the templates and folders they use. */
+export type CheckConfig = ConfigSlice<'state_db' | 'watch' | 'mailboxes' | 'pull' | 'reruns'>;
+
 /** Local checks: watched folders exist; output, processed, failed, pull and state folders are writable. */
-export async function checkPaths(config: Config): Promise<string[]> {
+export async function checkPaths(
+  config: ConfigSlice<'state_db' | 'watch' | 'mailboxes' | 'pull'>,
+): Promise<string[]> {
   const checks: Array<Promise<string | undefined>> = [];
   config.watch.forEach((w, i) => {
     checks.push(existingFolder(`watch[${i}].path`, w.path));
@@ -78,7 +83,7 @@ export async function checkPaths(config: Config): Promise<string[]> {
 }
 
 /** Every template_id / folder_id the config names, with its key. */
-function referencedIds(config: Config) {
+function referencedIds(config: ConfigSlice<'watch' | 'mailboxes' | 'pull' | 'reruns'>) {
   const ids: Array<{ key: string; kind: 'template' | 'folder'; id: number }> = [];
   const add = (key: string, item: { template_id?: number | undefined; folder_id?: number | undefined }) => {
     if (item.template_id !== undefined)
@@ -132,7 +137,7 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
 }
 
 /** Each mailbox: logs in, opens its folder and says what is there; a refusal is a problem naming the mailbox. */
-export async function checkMailboxes(config: Config, env: NodeJS.ProcessEnv) {
+export async function checkMailboxes(config: ConfigSlice<'mailboxes'>, env: NodeJS.ProcessEnv) {
   const problems: string[] = [];
   const lines: string[] = [];
   if (config.mailboxes.length === 0) return { problems, lines };
@@ -156,7 +161,7 @@ export async function checkMailboxes(config: Config, env: NodeJS.ProcessEnv) {
 }
 
 export async function checkConfig(
-  config: Config,
+  config: CheckConfig,
   client: DocexClient,
   baseUrl: string,
   env: NodeJS.ProcessEnv = process.env,

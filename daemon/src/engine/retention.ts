@@ -22,7 +22,7 @@ import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import { safeFileName } from '@docex/shared';
 import type { Logger } from 'pino';
-import type { Config, WatchConfig } from '../common/config.ts';
+import type { ConfigSlice, WatchConfig } from '../common/config.ts';
 import { inside } from '../common/files.ts';
 import type { FileRow } from './lifecycle.ts';
 import { parseCsv, readResultJson, resultBase } from '../outputs/results.ts';
@@ -56,7 +56,8 @@ export const nodePruneFs: PruneFs = {
 
 export interface PruneDeps {
   db: StateDb;
-  config: Config;
+  /** The watches: each one's retention section and the folders it prunes in. */
+  config: ConfigSlice<'watch'>;
   now?: () => number;
   fs?: PruneFs;
   /** Only these watches' retention (the daemon runs each schedule's watches); default every watch. */
@@ -338,7 +339,7 @@ export function renderPrune(report: PruneReport, now: number): string[] {
 
 /** `docex-sync prune`: the state DB of the config (none yet: nothing to prune), the report on `out`. */
 export async function prune(
-  config: Config,
+  config: ConfigSlice<'state_db' | 'watch'>,
   options: { dryRun: boolean; out: (line: string) => void; now?: () => number; fs?: PruneFs },
 ): Promise<PruneReport> {
   const now = options.now ?? Date.now;

@@ -5,22 +5,25 @@
  */
 import { copyFile, rename, rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
-import type { Config, WatchConfig } from '../common/config.ts';
+import type { ConfigSlice, WatchConfig } from '../common/config.ts';
 import { freeTarget } from '../common/files.ts';
 import { decide, NEVER, type Policy } from './lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
 
+/** What retry and approve read of the config: the watches, and how their files are polled and uploaded. */
+export type RetryConfig = ConfigSlice<'watch' | 'poll' | 'upload'>;
+
 /** What a change beside the pipeline (retry, approve) needs. */
 export interface RetryDeps {
   db: StateDb;
-  config: Config;
+  config: RetryConfig;
   /** Told when rows changed (the pipeline's scheduler has no tick). */
   wake?: () => void;
   now?: () => number;
 }
 
 /** The lifecycle's policy for a file of `watch` (the pipeline's, for a change made beside it). */
-export const policyOf = (config: Config, watch: WatchConfig): Policy => ({
+export const policyOf = (config: ConfigSlice<'poll' | 'upload'>, watch: WatchConfig): Policy => ({
   stable_ms: watch.stable_ms,
   poll: config.poll,
   upload: config.upload,

@@ -8,11 +8,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Config, NotifyEventName } from '../common/config.ts';
+import type { ConfigSlice, NotifyConfig, NotifyEventName } from '../common/config.ts';
 import type { FileRow } from '../engine/lifecycle.ts';
 import { heldReview } from './review.ts';
 
-export { NOTIFY_EVENTS, type NotifyEventName } from '../common/config.ts';
+export { NOTIFY_EVENTS, type NotifyConfig, type NotifyEventName } from '../common/config.ts';
 
 export interface NotifyEvent {
   event: NotifyEventName;
@@ -22,8 +22,6 @@ export interface NotifyEvent {
   source: { service: 'docex-sync'; host: string };
   data: Record<string, unknown>;
 }
-
-export type NotifyConfig = NonNullable<Config['notify']>;
 
 interface Delivery {
   url: string;
@@ -203,6 +201,10 @@ export const redactUrl = (url: string) => {
   }
 };
 
-export function createNotifier(config: Config, log: Logger, options?: NotifierOptions): Notifier | undefined {
+export function createNotifier(
+  config: ConfigSlice<'notify'>,
+  log: Logger,
+  options?: NotifierOptions,
+): Notifier | undefined {
   return config.notify?.webhooks.length ? new Notifier(config.notify, log, options) : undefined;
 }

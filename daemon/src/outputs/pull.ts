@@ -6,13 +6,18 @@
  * before the cursor, so nothing at the boundary is missed.
  */
 import { changesSince, type ChangeCursor } from '@docex/shared';
-import { ConfigError } from '../common/config.ts';
+import { ConfigError, type ConfigSlice } from '../common/config.ts';
 import { inside, writeAtomic } from '../common/files.ts';
 import type { PipelineDeps } from '../engine/pipeline.ts';
 import { KV } from '../store/state.ts';
 
 const CURSOR = KV.pullCursor;
 const SEEN = KV.pullSeen;
+
+/** What a pull needs: the pipeline's store, client and log, and the config's pull section. */
+export type PullDeps = Pick<PipelineDeps, 'db' | 'client' | 'log' | 'metrics' | 'now'> & {
+  config: ConfigSlice<'pull'>;
+};
 
 interface PullOptions {
   /** Told as each document's data is read (the CLI's progress bar on a terminal). */
@@ -23,7 +28,7 @@ interface PullOptions {
  * One pull, scheduled or one-off (`docex-sync pull`); either way it goes into the pull history that
  * `status` and the status page show, failed ones with their reason.
  */
-export async function pullOnce(deps: PipelineDeps, options: PullOptions = {}) {
+export async function pullOnce(deps: PullDeps, options: PullOptions = {}) {
   if (!deps.config.pull)
     throw new ConfigError('no "pull" section in the config: add pull.schedule and pull.output');
   const startedAt = (deps.now ?? Date.now)();
@@ -38,7 +43,7 @@ export async function pullOnce(deps: PipelineDeps, options: PullOptions = {}) {
   }
 }
 
-async function pullChanges(deps: PipelineDeps, { progress }: PullOptions, startedAt: number) {
+async function pullChanges(deps: PullDeps, { progress }: PullOptions, startedAt: number) {
   const { db, client, config, log } = deps;
   const pull = config.pull!;
   const stored = db.getValue(CURSOR);

@@ -7,7 +7,7 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
-import type { Config, RerunConfig, WatchConfig } from '../common/config.ts';
+import type { ConfigSlice, RerunConfig, WatchConfig } from '../common/config.ts';
 import type { Notifier } from './notify.ts';
 import { spoolWatches } from '../mail/spool.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';
@@ -43,13 +43,16 @@ export const DEFAULT_REFRESH: RefreshOptions = {
   maxDelayMs: 60_000,
 };
 
+/** What a rerun's refresh reads of the config: the watches and mailboxes whose results it rewrites. */
+export type RerunRefreshConfig = ConfigSlice<'watch' | 'mailboxes'>;
+
 export interface RerunDeps {
   db: StateDb;
   client: DocexClient;
   log: Logger;
   now?: () => number;
   /** With the config, the results of rerun documents that came from watched folders are refreshed. */
-  config?: Config;
+  config?: RerunRefreshConfig;
   results?: ResultWriter;
   refresh?: Partial<RefreshOptions>;
   notify?: Notifier;
@@ -163,7 +166,7 @@ const CLOCK_SKEW_MS = 5_000;
  * data once and rewrites its files' results when the extraction differs from what is on disk.
  */
 export async function refreshAfterRerun(
-  deps: RerunDeps & { config: Config; now: () => number },
+  deps: RerunDeps & { config: RerunRefreshConfig; now: () => number },
   rerunName: string,
   documentIds: number[],
   startedAt: number,

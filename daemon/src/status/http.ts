@@ -12,10 +12,12 @@ import type { Logger } from 'pino';
 import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
 import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
-import { retryFailed, type RetryOutcome } from '../engine/retry.ts';
+import { retryFailed, type RetryConfig, type RetryOutcome } from '../engine/retry.ts';
 import { approveReviewed } from '../engine/approve.ts';
 
 export interface HttpDeps extends StatusSource {
+  /** The read model's slice, and retry's and approve's for the page's buttons. */
+  config: StatusSource['config'] & RetryConfig;
   metrics: Metrics;
   log?: Logger;
   /** Wakes the pipeline after a retry or an approval. */

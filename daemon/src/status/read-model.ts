@@ -2,7 +2,7 @@
  * The status read model: what `docex-sync status`, the status page, /api/status and /healthz say,
  * read from the state DB in one place so that they cannot disagree.
  */
-import type { Config } from '../common/config.ts';
+import type { ConfigSlice } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { BlindWatcherRecord, PullRecord, StateDb } from '../store/state.ts';
@@ -105,9 +105,12 @@ export interface Health {
 const iso = (ms: number | null | undefined) => (ms == null ? null : new Date(ms).toISOString());
 const zero = () => Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
 
+/** What the read model reads of the config: the watches and mailboxes it reports, when health turns failing. */
+export type StatusConfig = ConfigSlice<'watch' | 'mailboxes' | 'http'>;
+
 export interface StatusSource {
   db: StateDb;
-  config: Config;
+  config: StatusConfig;
   now?: () => number;
 }
 

@@ -5,8 +5,14 @@
  * snapshot is taken of an empty in-memory one, so the shape is the same, with zeros.
  */
 import { existsSync } from 'node:fs';
-import type { Config } from '../common/config.ts';
-import { HEADLINE, statusSnapshot, type HealthLevel, type StatusSnapshot } from './read-model.ts';
+import type { ConfigSlice } from '../common/config.ts';
+import {
+  HEADLINE,
+  statusSnapshot,
+  type HealthLevel,
+  type StatusConfig,
+  type StatusSnapshot,
+} from './read-model.ts';
 import { StateDb } from '../store/state.ts';
 
 export const STATUS_SCHEMA = 'docex-sync.status/1';
@@ -16,7 +22,7 @@ export type CliStatus = {
   state_db: { path: string; exists: boolean };
 } & StatusSnapshot;
 
-export function cliStatus(config: Config, now = Date.now): CliStatus {
+export function cliStatus(config: StatusConfig & ConfigSlice<'state_db'>, now = Date.now): CliStatus {
   const exists = existsSync(config.state_db);
   const db = new StateDb(exists ? config.state_db : ':memory:');
   try {
