@@ -74,6 +74,8 @@ export interface FlagSpec {
   aliases?: readonly string[];
   /** Given more than once, every value is kept (in order). */
   repeatable?: boolean;
+  /** A value flag that `--no-x` turns off: its value is then false (docex: the parameter sent as null). */
+  negatable?: boolean;
 }
 
 export type FlagValue = string | boolean | string[];
@@ -121,6 +123,10 @@ export function parseFlags(
     }
     if (spec.value === undefined) {
       values[spec.name] = truthy(spec.name, flag.value);
+      continue;
+    }
+    if (flag.value === false && spec.negatable) {
+      values[spec.name] = false;
       continue;
     }
     if (typeof flag.value !== 'string') throw new UsageError(`${where}: --${spec.name} needs a value`);
