@@ -106,6 +106,10 @@ describe('commands from the operation table', () => {
       stderr:
         'docex upload: unknown flag --folder_d (did you mean "--folder_id"?) (see docex upload --help)\n',
     });
+    // -o belongs to downloads only.
+    expect((await inProcess(['folders', 'list', '-o', 'x.json'])).stderr).toBe(
+      'docex folders list: unknown flag -o (see docex folders list --help)\n',
+    );
     // Global switches are checked like every other command's.
     expect((await inProcess(['folders', 'list', '--json=maybe'])).stderr).toBe(
       'docex folders list: --json takes true or false (got "maybe")\n',

@@ -117,8 +117,10 @@ export function parseFlags(
     const spec = byName.get(flag.name);
     if (!spec) {
       const known = specs.map((s) => `--${s.name}`);
+      // A one-letter name was given as -x (every long name is longer).
+      const given = flag.name.length === 1 ? `-${flag.name}` : `--${flag.name}`;
       throw new UsageError(
-        `${where}: unknown flag --${flag.name}${didYouMean(`--${flag.name}`, known)} (see ${where} --help)`,
+        `${where}: unknown flag ${given}${didYouMean(given, known)} (see ${where} --help)`,
       );
     }
     if (spec.value === undefined) {

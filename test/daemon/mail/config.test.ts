@@ -26,16 +26,19 @@ function mistakes(text: string) {
   throw new Error('the config was accepted');
 }
 
-describe('mailbox config problems', () => {
-  it('a typo and a wrong type name their line, with "did you mean" for the typo', () => {
-    expect(
-      mistakes(`state_db: state.db
+/** Lines 1-6 of each config below: a mailbox with its password from the environment. */
+const INVOICES = `state_db: state.db
 mailboxes:
   - name: invoices
     host: imap.example.test
     user: invoices
     password_env: IMAP_PASSWORD
-    port: "993"
+`;
+
+describe('mailbox config problems', () => {
+  it('a typo and a wrong type name their line, with "did you mean" for the typo', () => {
+    expect(
+      mistakes(`${INVOICES}    port: "993"
     template_id: 3
     output: out
     failed_dir: failed
@@ -54,13 +57,7 @@ mailboxes:
 
   it('the checks the schema cannot make name their line too', () => {
     expect(
-      mistakes(`state_db: state.db
-mailboxes:
-  - name: invoices
-    host: imap.example.test
-    user: invoices
-    password_env: IMAP_PASSWORD
-    password_file: imap.password
+      mistakes(`${INVOICES}    password_file: imap.password
     output: out
     failed_dir: failed
     rules:
