@@ -5,19 +5,29 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { booleanTest, extrasFor, inputOf, parseArgs } from '../../daemon/src/docex-cli/args.ts';
-import { findOperationCommand, OPERATION_COMMANDS } from '../../daemon/src/docex-cli/commands.ts';
+import { parseFlags, type Options } from '../../daemon/src/common/args.ts';
+import { findRow } from '../../daemon/src/common/command.ts';
+import { OPERATION_COMMANDS, OPERATION_ROWS } from '../../daemon/src/docex-cli/commands.ts';
+import { inputOf } from '../../daemon/src/docex-cli/operation-input.ts';
+import { COMMANDS, GLOBAL_FLAGS } from '../../daemon/src/docex-cli/table.ts';
 import { OPERATION_NAMES, OPERATIONS } from '@docex/shared';
 import { ACME_KEY, GLOBEX_KEY, inProcess, useCliWorld } from './helpers.ts';
 import { templateWithField } from '../support/templates.ts';
 
 const world = useCliWorld();
 
-const parse = (words: string[]) => {
-  const { command, used } = findOperationCommand(words)!;
-  const extras = extrasFor(command);
-  return inputOf(command, parseArgs(words.slice(used), booleanTest(command, extras)), extras);
-};
+/** What docex does with the words before it calls the client: its table's row, the one parser, the input. */
+async function parse(words: string[]): Promise<{ input: Record<string, unknown>; options: Options }> {
+  const row = findRow([...COMMANDS, ...OPERATION_ROWS], words)!;
+  const used = row.name.split(' ').length;
+  const command = await row.load();
+  const where = `docex ${row.name}`;
+  const options = parseFlags(words.slice(used), [...command.flags, ...GLOBAL_FLAGS], where, Infinity);
+  const operation = OPERATION_COMMANDS.find((c) =>
+    command.usage.startsWith(`docex ${c.resource} ${c.action} `),
+  )!;
+  return { input: inputOf(operation, options, where), options };
+}
 
 describe('commands from the operation table', () => {
   it('gives every operation one command, each with --help listing every parameter and its description', async () => {
@@ -41,32 +51,79 @@ describe('commands from the operation table', () => {
     expect((await inProcess(['--help'])).stdout).toContain('templates     get, create, update, delete');
   });
 
-  it('turns words into the input the client expects', () => {
-    expect(parse(['documents', 'data', '12']).input).toEqual({ document_id: 12 });
-    expect(parse(['documents', 'download', '--ids', '1,2', '--ids=3', '-o', 'x.zip'])).toEqual({
-      input: { document_ids: [1, 2, 3] },
-      options: { output: 'x.zip' },
+  it('turns words into the input the client expects', async () => {
+    expect((await parse(['documents', 'data', '12'])).input).toEqual({ document_id: 12 });
+    const download = await parse(['documents', 'download', '--ids', '1,2', '--ids=3', '-o', 'x.zip']);
+    expect(download.input).toEqual({ document_ids: [1, 2, 3] });
+    expect(download.options.values.output).toBe('x.zip');
+    expect((await parse(['fetch_folder', '--folder-id', '4'])).input).toEqual({ folder_id: 4 });
+    expect((await parse(['folders', 'delete', '4', '--override'])).input).toEqual({
+      folder_id: 4,
+      override: true,
     });
-    expect(parse(['fetch_folder', '--folder-id', '4']).input).toEqual({ folder_id: 4 });
-    expect(parse(['folders', 'delete', '4', '--override']).input).toEqual({ folder_id: 4, override: true });
-    expect(parse(['folders', 'update', '4', '--no-desc', '--name', 'AP']).input).toEqual({
+    expect((await parse(['folders', 'update', '4', '--no-desc', '--name', 'AP'])).input).toEqual({
       folder_id: 4,
       desc: null,
       name: 'AP',
     });
-    expect(parse(['tasks', 'upload', 'a.pdf', 'b.pdf', '--template', '3']).input).toEqual({
+    expect((await parse(['tasks', 'upload', 'a.pdf', 'b.pdf', '--template', '3'])).input).toEqual({
       files: [{ path: 'a.pdf' }, { path: 'b.pdf' }],
       template_id: 3,
     });
-    expect(parse(['documents', 'download-file', '--task_id', 't-1']).input).toEqual({ task_id: 't-1' });
-    expect(() => parse(['folders', 'get', '--folder_id', 'x'])).toThrow(
+    expect((await parse(['upload', 'a.pdf', '--files', 'b.pdf', '--wait'])).input).toEqual({
+      files: [{ path: 'b.pdf' }, { path: 'a.pdf' }],
+    });
+    expect((await parse(['documents', 'download-file', '--task_id', 't-1'])).input).toEqual({
+      task_id: 't-1',
+    });
+    await expect(parse(['folders', 'get', '--folder_id', 'x'])).rejects.toThrow(
       '--folder_id must be a whole number (got "x")',
     );
-    expect(() => parse(['folders', 'get', '1', '--colour', 'red'])).toThrow(
+    await expect(parse(['folders', 'get', '1', '--colour', 'red'])).rejects.toThrow(
       'docex folders get: unknown flag --colour (see docex folders get --help)',
     );
-    expect(() => parse(['folders', 'get', '1', '2'])).toThrow('unexpected argument "2"');
+    await expect(parse(['folders', 'get', '1', '2'])).rejects.toThrow('unexpected argument "2"');
+    await expect(parse(['folders', 'get', '--no-folder_id'])).rejects.toThrow(
+      '--no-folder_id: folder_id cannot be null',
+    );
     expect(OPERATIONS.fetch_files_batch.params.map((p) => p.name)).toContain('document_ids');
+  });
+
+  it("runs them as Commands of docex's table: the one parser, usage errors naming the command, exit 2", async () => {
+    // An unknown flag is unknown (it used to take the next word as its value, or say it needed one).
+    expect(await inProcess(['folders', 'list', '--colour'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'docex folders list: unknown flag --colour (see docex folders list --help)\n',
+    });
+    expect(await inProcess(['folders', 'get', 'abc'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'docex folders get: --folder_id must be a whole number (got "abc")\n',
+    });
+    expect(await inProcess(['upload', 'a.pdf', '--folder_d', '3'])).toMatchObject({
+      code: 2,
+      stderr:
+        'docex upload: unknown flag --folder_d (did you mean "--folder_id"?) (see docex upload --help)\n',
+    });
+    // -o belongs to downloads only.
+    expect((await inProcess(['folders', 'list', '-o', 'x.json'])).stderr).toBe(
+      'docex folders list: unknown flag -o (see docex folders list --help)\n',
+    );
+    // Global switches are checked like every other command's.
+    expect((await inProcess(['folders', 'list', '--json=maybe'])).stderr).toBe(
+      'docex folders list: --json takes true or false (got "maybe")\n',
+    );
+    expect((await inProcess(['foldrs', 'list'])).stderr).toBe(
+      'docex: unknown command "foldrs" (did you mean "folders"?); run "docex --help" for the commands\n',
+    );
+    const index = await inProcess(['folders']);
+    expect(index.code).toBe(2);
+    expect(index.stdout).toMatch(/^Usage: docex folders <action> \[flags\]\n\nActions:\n {2}list /);
+    expect(await inProcess(['folders', 'lst'])).toMatchObject({
+      code: 2,
+      stderr: 'docex folders: unknown action "lst" (actions: list, get, create, update, delete)\n',
+    });
   });
 
   it('prints a bash completion script that bash accepts, with every resource and action', async () => {

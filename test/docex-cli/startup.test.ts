@@ -85,6 +85,29 @@ describe('from the sources', () => {
       ).toEqual([]);
   }, 120_000);
 
+  it("the operation table's commands answer --help with the table only: no client transport, profile or network", () => {
+    // Their rows are made from the operation table (zod and shared's pure core): that much is loaded.
+    const table = /\/node_modules\/zod\/|\/shared\/src\/core\//;
+    for (const words of [
+      ['folders', 'list'],
+      ['documents', 'download'],
+      ['upload'],
+      ['fetch_folder'],
+      ['folders'],
+    ]) {
+      const { stdout, modules } = loaded(SOURCES.docex, [...words, '--help']);
+      expect(stdout, words.join(' ')).toMatch(/Usage: docex /);
+      expect(
+        heavy(modules).filter((m) => !table.test(m)),
+        words.join(' '),
+      ).toEqual([]);
+      expect(
+        modules.filter((m) => /\/docex-cli\/(context|profile|output|operation-run|failure)\.ts$/.test(m)),
+        words.join(' '),
+      ).toEqual([]);
+    }
+  }, 120_000);
+
   it('a command that does its work loads it: docex-sync status loads the store', () => {
     const config = join(dir, 'sync.yaml');
     writeFileSync(

@@ -74,6 +74,8 @@ export interface FlagSpec {
   aliases?: readonly string[];
   /** Given more than once, every value is kept (in order). */
   repeatable?: boolean;
+  /** A value flag that `--no-x` turns off: its value is then false (docex: the parameter sent as null). */
+  negatable?: boolean;
 }
 
 export type FlagValue = string | boolean | string[];
@@ -115,12 +117,18 @@ export function parseFlags(
     const spec = byName.get(flag.name);
     if (!spec) {
       const known = specs.map((s) => `--${s.name}`);
+      // A one-letter name was given as -x (every long name is longer).
+      const given = flag.name.length === 1 ? `-${flag.name}` : `--${flag.name}`;
       throw new UsageError(
-        `${where}: unknown flag --${flag.name}${didYouMean(`--${flag.name}`, known)} (see ${where} --help)`,
+        `${where}: unknown flag ${given}${didYouMean(given, known)} (see ${where} --help)`,
       );
     }
     if (spec.value === undefined) {
       values[spec.name] = truthy(spec.name, flag.value);
+      continue;
+    }
+    if (flag.value === false && spec.negatable) {
+      values[spec.name] = false;
       continue;
     }
     if (typeof flag.value !== 'string') throw new UsageError(`${where}: --${spec.name} needs a value`);

@@ -43,6 +43,11 @@ export interface Command<I extends Io = Io> {
   flags: readonly FlagSpec[];
   /** How many positional words it takes (default none). */
   maxArgs?: number;
+  /**
+   * Its whole --help text, when the usual layout (usage, description, flags) is not the right one:
+   * docex's commands made from the operation table say their method, path and rules first.
+   */
+  help?(): string;
   run(options: Options, io: I): Promise<number>;
 }
 
@@ -60,8 +65,12 @@ export interface Program<I extends Io = Io> {
   commands: ReadonlyArray<CommandRow<I>>;
   /** Flags every command takes (--help among them). */
   globalFlags: readonly FlagSpec[];
-  /** Words that name no row (docex: `<resource> <action>` of the operation table). */
-  otherwise?(words: string[], io: I): Promise<number>;
+  /**
+   * More rows, made on use: looked up only when no row of `commands` names the words, so a command of
+   * `commands` starts without them (docex: the `<resource> <action>` rows made from the operation
+   * table, which needs zod).
+   */
+  moreCommands?(): Promise<ReadonlyArray<CommandRow<I>>>;
   /** Says a failed command's error on stderr and gives its exit code. */
   fail(error: unknown, where: string, options: Options | undefined, io: I): Promise<number>;
 }
@@ -69,6 +78,7 @@ export interface Program<I extends Io = Io> {
 export const write = (io: Io, text: string) => void io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 
 export function commandHelp(command: Command<never>, globalFlags: readonly FlagSpec[]): string {
+  if (command.help) return command.help();
   const own = command.flags.filter((f) => !globalFlags.some((g) => g.name === f.name));
   return `Usage: ${command.usage}\n\n${command.description}\n\nFlags:\n${columns(flagRows([...own, ...globalFlags]))}`;
 }
@@ -113,10 +123,15 @@ export async function runProgram<I extends Io>(program: Program<I>, argv: string
     write(io, await program.mainHelp());
     return first === undefined ? EXIT.usage : EXIT.ok;
   }
-  const row = findRow(program.commands, argv);
+  let rows = program.commands;
+  let row = findRow(rows, argv);
+  if (!row && program.moreCommands) {
+    // The first rows win over the added ones of the same name (docex's own `templates list`).
+    rows = [...rows, ...(await program.moreCommands())];
+    row = findRow(rows, argv);
+  }
   if (row) return runCommand(program, await row.load(), argv.slice(row.name.split(' ').length), io);
-  if (program.otherwise) return program.otherwise(argv, io);
-  const known = [...new Set(program.commands.map((r) => r.name.split(' ')[0]!)), '--version', '--help'];
+  const known = [...new Set(rows.map((r) => r.name.split(' ')[0]!)), '--version', '--help'];
   return program.fail(
     new UsageError(
       `unknown command "${first}"${didYouMean(first, known)}; run "${program.name} --help" for the commands`,

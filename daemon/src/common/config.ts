@@ -308,7 +308,7 @@ export function loadConfig(file: string): Config {
   if (config.api.api_key_file) config.api.api_key_file = abs(config.api.api_key_file);
   if (config.api.ca_file) config.api.ca_file = abs(config.api.ca_file);
   if (config.pull) config.pull.output = abs(config.pull.output);
-  const problems: string[] = mailboxProblems(config.mailboxes);
+  const problems: string[] = mailboxProblems(config.mailboxes, at);
   if (config.watch.length === 0 && config.mailboxes.length === 0)
     problems.push(`${at(['watch'])}: give at least one folder to watch (or a mailbox under mailboxes)`);
   resolveMailboxes(config, abs);

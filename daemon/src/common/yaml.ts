@@ -36,10 +36,19 @@ export interface YamlOptions {
   recheck?: string;
 }
 
-/** The keys an object in `schema` accepts at `path` (through defaults, optionals and arrays). */
+/**
+ * The keys an object in `schema` accepts at `path` (through defaults, optionals, arrays and unions:
+ * a union's are those of every option, e.g. a mailbox's `after: { action: move, folder }`).
+ */
 export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
-  const def = schema.def as { innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType> };
+  const def = schema.def as {
+    innerType?: z.ZodType;
+    element?: z.ZodType;
+    shape?: Record<string, z.ZodType>;
+    options?: z.ZodType[];
+  };
   if (def.innerType) return keysAt(def.innerType, path);
+  if (def.options) return [...new Set(def.options.flatMap((option) => keysAt(option, path)))];
   if (path.length === 0) return Object.keys(def.shape ?? {});
   const [head, ...rest] = path;
   if (def.element && typeof head === 'number') return keysAt(def.element, rest);

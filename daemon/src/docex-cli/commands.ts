@@ -1,7 +1,8 @@
 /**
- * The operation table seen from the shell: every operation becomes `docex <resource> <action>`,
- * its parameters become flags, and its help is made from the table's descriptions. Pure: nothing
- * here reads files or talks to the service.
+ * The operation table seen from the shell: every operation becomes `docex <resource> <action>` (a
+ * row of docex's table, its Command made by operation-command.ts), its parameters become flags, and
+ * its help is made from the table's descriptions. Pure: nothing here reads files or talks to the
+ * service.
  */
 import {
   OPERATIONS,
@@ -11,7 +12,8 @@ import {
   type ParamSpec,
   type Resource,
 } from '@docex/shared';
-import { flagRows } from '../common/args.ts';
+import { flagRows, type FlagSpec } from '../common/args.ts';
+import type { CommandRow } from '../common/command.ts';
 import { columns as pad, wrap, HELP_WIDTH } from '../common/help.ts';
 import { COMMANDS, GLOBAL_FLAGS } from './table.ts';
 
@@ -66,19 +68,33 @@ export const OPERATION_COMMANDS: OperationCommand[] = OPERATION_NAMES.map((opera
   };
 });
 
-/** `docex folders list`, `docex fetch_all_folders` (the API name works too). */
-export function findOperationCommand(
-  words: readonly string[],
-): { command: OperationCommand; used: number } | undefined {
-  const [first, second] = words;
-  const byApiName = OPERATION_COMMANDS.find((c) => c.operation === first);
-  if (byApiName) return { command: byApiName, used: 1 };
-  const command = OPERATION_COMMANDS.find((c) => c.resource === first && c.action === second);
-  return command ? { command, used: 2 } : undefined;
-}
-
 export const RESOURCE_COMMANDS = [...new Set(OPERATION_COMMANDS.map((c) => c.resource))];
 export const actionsOf = (resource: string) => OPERATION_COMMANDS.filter((c) => c.resource === resource);
+
+const operationRow = (name: string, command: OperationCommand): CommandRow => ({
+  name,
+  summary: command.spec.description,
+  load: async () => (await import('./operation-command.ts')).operationCommand(command, name),
+});
+
+/**
+ * The rows the operation table adds to docex's table (docex.ts, `moreCommands`): `<resource>
+ * <action>` and the API name of each operation, the `upload` shortcut, and each resource alone (its
+ * actions). docex's own rows come first, so its `templates list` is the one that runs.
+ */
+export const OPERATION_ROWS: readonly CommandRow[] = [
+  ...OPERATION_COMMANDS.map((c) => operationRow(`${c.resource} ${c.action}`, c)),
+  ...OPERATION_COMMANDS.map((c) => operationRow(c.operation, c)),
+  operationRow(
+    'upload',
+    OPERATION_COMMANDS.find((c) => c.operation === 'upload_file')!,
+  ),
+  ...RESOURCE_COMMANDS.map((resource) => ({
+    name: resource,
+    summary: `the actions on ${resource}`,
+    load: async () => (await import('./operation-command.ts')).resourceIndex(resource),
+  })),
+];
 
 /** Flags every command understands, beside its own parameters (table.ts names them once). */
 export const COMMON_FLAGS = flagRows(GLOBAL_FLAGS);
@@ -105,12 +121,52 @@ const KIND_HINT: Record<ParamSpec['kind'], string> = {
   'file[]': 'FILE...',
 };
 
+/** What a parameter's value looks like in help: its values, or its kind's placeholder. */
+const hintOf = (p: ParamSpec) =>
+  p.values ? p.values.map((v) => (v.includes(' ') ? `"${v}"` : v)).join('|') : KIND_HINT[p.kind];
+
+/** Flags beside the parameters (in help and completion too): --wait and --timeout on upload, -o on downloads. */
+const UPLOAD_FLAGS: readonly FlagSpec[] = [
+  {
+    name: 'wait',
+    help: 'wait for the tasks to finish and print their results (exit 1 when one did not end DONE)',
+  },
+  { name: 'timeout', value: 'SECONDS', help: 'with --wait: give up after this long (default 900)' },
+];
+const BINARY_FLAGS: readonly FlagSpec[] = [
+  { name: 'output', short: 'o', value: 'FILE', help: 'where to write the download' },
+];
+
+export const extraFlagsOf = (command: OperationCommand): readonly FlagSpec[] =>
+  command.operation === 'upload_file' ? UPLOAD_FLAGS : command.spec.output === 'binary' ? BINARY_FLAGS : [];
+
+/**
+ * A parameter as a flag: its API name, the other spellings as aliases (--template-id, --template),
+ * a list given as often as wanted, and `--no-x` for every value (null where the table allows it).
+ */
+function paramFlag(command: OperationCommand, p: ParamSpec): FlagSpec {
+  const [name, ...aliases] = flagNamesOf(command.spec, p);
+  return {
+    name: name!,
+    aliases,
+    help: p.description,
+    ...(p.kind === 'boolean' ? {} : { value: hintOf(p), negatable: true }),
+    ...(p.kind.endsWith('[]') ? { repeatable: true } : {}),
+  };
+}
+
+/** Every flag of the operation's command: its parameters, then --wait/--timeout or -o. */
+export const flagsOf = (command: OperationCommand): FlagSpec[] => [
+  ...command.spec.params.map((p) => paramFlag(command, p)),
+  ...extraFlagsOf(command),
+];
+
 function paramLine(spec: OperationSpec, p: ParamSpec): [string, string] {
   const flags = flagNamesOf(spec, p)
     .filter((n) => n !== p.name.replace(/_/g, '-') || n === p.name)
     .map((n) => `--${n}`)
     .join(', ');
-  const hint = p.values ? p.values.map((v) => (v.includes(' ') ? `"${v}"` : v)).join('|') : KIND_HINT[p.kind];
+  const hint = hintOf(p);
   const notes = [
     p.required ? 'required' : '',
     p.default !== undefined && p.kind !== 'boolean' ? `default ${String(p.default)}` : '',
@@ -133,10 +189,7 @@ export function usageOf(command: OperationCommand): string {
   return `docex ${command.resource} ${command.action}${positional.length ? ` ${positional.join(' ')}` : ''} [flags]`;
 }
 
-export function operationHelp(
-  command: OperationCommand,
-  extra: ReadonlyArray<readonly [string, string]> = [],
-): string {
+export function operationHelp(command: OperationCommand): string {
   const { spec } = command;
   const rules = [
     spec.exactlyOneOf ? `Give exactly one of ${spec.exactlyOneOf.map((n) => `--${n}`).join(', ')}.` : '',
@@ -146,8 +199,6 @@ export function operationHelp(
       : '',
   ].filter(Boolean);
   const params = spec.params.map((p) => paramLine(spec, p));
-  const binary: Array<[string, string]> =
-    spec.output === 'binary' ? [['-o, --output FILE', 'where to write the download']] : [];
   return [
     ...wrap(`${spec.description}  (${spec.method} ${spec.path}, operation ${spec.name})`, HELP_WIDTH),
     '',
@@ -155,7 +206,7 @@ export function operationHelp(
     ...(rules.length ? ['', ...rules] : []),
     '',
     'Flags:',
-    pad([...params, ...binary, ...extra, ...COMMON_FLAGS]),
+    pad([...params, ...flagRows(extraFlagsOf(command)), ...COMMON_FLAGS]),
   ].join('\n');
 }
 

@@ -3,7 +3,7 @@
  * commands and docex's own (table.ts, their flags as `own`). Pure.
  */
 import type { Command } from '../common/command.ts';
-import { flagNamesOf, OPERATION_COMMANDS, RESOURCE_COMMANDS } from './commands.ts';
+import { extraFlagsOf, flagNamesOf, OPERATION_COMMANDS, RESOURCE_COMMANDS } from './commands.ts';
 import { GLOBAL_FLAGS } from './table.ts';
 
 const GLOBAL = GLOBAL_FLAGS.map((f) => `--${f.name}`);
@@ -12,10 +12,9 @@ function cases(commands: readonly Command[]): string {
   const flags = new Map<string, string[]>();
   for (const c of OPERATION_COMMANDS) {
     const own = c.spec.params.flatMap((p) => flagNamesOf(c.spec, p).map((n) => `--${n}`));
-    if (c.spec.output === 'binary') own.push('--output');
+    for (const f of extraFlagsOf(c)) own.push(`--${f.name}`);
     flags.set(`${c.resource} ${c.action}`, own);
   }
-  flags.set('tasks upload', [...flags.get('tasks upload')!, '--wait', '--timeout']);
   for (const c of commands)
     flags.set(
       c.name,

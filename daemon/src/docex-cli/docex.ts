@@ -5,7 +5,8 @@
  *
  * This entry answers --version and --help with nothing but the package version and the help text
  * (made at build time in the bundle); a command of the table (table.ts) loads its file when it
- * runs, and everything else goes to dispatch.ts, so the cheap answers start about as fast as Node.
+ * runs, and the rows of the operation table (commands.ts) are made only when no row of table.ts
+ * names the words, so the cheap answers start about as fast as Node.
  */
 import packageJson from '../../package.json' with { type: 'json' };
 import { processIo, runProgram, type Io, type Program } from '../common/command.ts';
@@ -25,8 +26,8 @@ export const PROGRAM: Program = {
   mainHelp: mainHelpText,
   commands: COMMANDS,
   globalFlags: GLOBAL_FLAGS,
-  otherwise: async (words, io) => (await import('./dispatch.ts')).runDocex(words, io),
-  fail: async (error, where, _options, io) => (await import('./dispatch.ts')).failure(error, where, io),
+  moreCommands: async () => (await import('./commands.ts')).OPERATION_ROWS,
+  fail: async (error, where, _options, io) => (await import('./failure.ts')).failure(error, where, io),
 };
 
 export function main(argv: string[], io: Io = processIo()): Promise<number> {

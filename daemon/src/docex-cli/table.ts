@@ -1,6 +1,6 @@
 /**
- * docex's own commands (beside `<resource> <action>`, made from the operation table in
- * dispatch.ts): a row each, loading the command's file when it runs or shows its help. Adding a
+ * docex's own commands (beside `<resource> <action>`, whose rows commands.ts makes from the
+ * operation table): a row each, loading the command's file when it runs or shows its help. Adding a
  * command is its file and its row (docs/architecture.md, "Commands").
  */
 import type { FlagSpec } from '../common/args.ts';

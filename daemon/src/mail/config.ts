@@ -91,28 +91,35 @@ export type MailboxConfig = z.output<typeof MailboxSection>;
 export type MailRuleConfig = MailboxConfig['rules'][number];
 export type AttachmentPolicy = MailboxConfig['attachments'];
 
-/** Problems a schema cannot see: one credential, a target for every rule, unique names. */
-export function mailboxProblems(mailboxes: MailboxConfig[]): string[] {
+/**
+ * Problems a schema cannot see: one credential, a target for every rule, unique names. `at` names
+ * a key with the file and line it is on ("config.yaml:12 mailboxes[0].rules[1]", common/yaml.ts),
+ * like every other problem of the config.
+ */
+export function mailboxProblems(
+  mailboxes: MailboxConfig[],
+  at: (path: ReadonlyArray<PropertyKey>) => string,
+): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   mailboxes.forEach((m, i) => {
-    const key = `mailboxes[${i}]`;
-    if (seen.has(m.name)) problems.push(`${key}.name: "${m.name}" is used by another mailbox`);
+    const key = (...path: PropertyKey[]) => at(['mailboxes', i, ...path]);
+    if (seen.has(m.name)) problems.push(`${key('name')}: "${m.name}" is used by another mailbox`);
     seen.add(m.name);
     const credentials = [m.password_file, m.password_env, m.oauth2_token_file].filter((c) => c !== undefined);
     if (credentials.length !== 1)
-      problems.push(`${key}: give exactly one of password_file, password_env or oauth2_token_file`);
+      problems.push(`${key()}: give exactly one of password_file, password_env or oauth2_token_file`);
     const hasDefault = m.template_id !== undefined || m.folder_id !== undefined;
     m.rules.forEach((r, j) => {
       if (r.from === undefined && r.subject === undefined)
         problems.push(
-          `${key}.rules[${j}]: give from or subject (a rule without either matches every message)`,
+          `${key('rules', j)}: give from or subject (a rule without either matches every message)`,
         );
       if (!r.skip && !hasDefault && r.template_id === undefined && r.folder_id === undefined)
-        problems.push(`${key}.rules[${j}]: give template_id or folder_id (the mailbox has no default)`);
+        problems.push(`${key('rules', j)}: give template_id or folder_id (the mailbox has no default)`);
     });
     if (!hasDefault && m.rules.length === 0)
-      problems.push(`${key}: give template_id or folder_id (used for messages no rule matches), or rules`);
+      problems.push(`${key()}: give template_id or folder_id (used for messages no rule matches), or rules`);
   });
   return problems;
 }

@@ -1,5 +1,6 @@
 /** What a message yields: rules by sender and subject, attachment policy, and hostile MIME that must never throw or name a path. */
 import { describe, expect, it } from 'vitest';
+import { keyPath } from '../../../daemon/src/common/yaml.ts';
 import { MailboxSection, mailboxProblems, targetKey } from '../../../daemon/src/mail/config.ts';
 import { messageYield, ruleFor } from '../../../daemon/src/mail/select.ts';
 import { mimeMessage } from '../../support/dovecot.ts';
@@ -49,11 +50,14 @@ describe('rules', () => {
   });
   it('config problems name the key', () => {
     expect(
-      mailboxProblems([
-        mailbox({ password_file: '/p' }),
-        mailbox({ template_id: undefined, rules: [{ template_id: 2 }] }),
-        mailbox({ name: 'other', template_id: undefined }),
-      ]),
+      mailboxProblems(
+        [
+          mailbox({ password_file: '/p' }),
+          mailbox({ template_id: undefined, rules: [{ template_id: 2 }] }),
+          mailbox({ name: 'other', template_id: undefined }),
+        ],
+        keyPath,
+      ),
     ).toEqual([
       'mailboxes[0]: give exactly one of password_file, password_env or oauth2_token_file',
       'mailboxes[1].name: "invoices" is used by another mailbox',
