@@ -353,8 +353,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private startUploads(now: number) {
     const { db, config } = this.deps;
     const limit = config.api.concurrency;
-    const starting = (row: FileRow) => {
-      if (this.scheduler.has(row.id) || this.scheduler.running('upload') >= limit) return;
+    /** Whether the row's upload started. */
+    const starting = (row: FileRow): boolean => {
+      if (this.scheduler.has(row.id) || this.scheduler.running('upload') >= limit) return false;
       // Looked at now, before any await, so two names of one content never both reach the service.
       const due = this.apply(row, { kind: 'upload-due', sameBytes: this.sameBytes(row) });
       if (due.decision.effect.kind !== 'upload') {
@@ -363,14 +364,19 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
             { file: row.path, documentId: due.row.document_id },
             'same content already processed: not uploaded again',
           );
-        return;
+        return false;
       }
       if (row.sha256) this.uploadingHashes.add(row.sha256);
       this.startJob(row, 'upload', (r) =>
-        this.upload(r).finally(() => r.sha256 && this.uploadingHashes.delete(r.sha256)),
+        this.upload(r).finally(() => {
+          if (r.sha256) this.uploadingHashes.delete(r.sha256);
+          this.run.probeOver(r);
+        }),
       );
+      return true;
     };
-    for (const row of this.run.dueProbes(now)) starting(row);
+    // A probe that does not start now gives up its mark: its watch probes again when next due.
+    for (const row of this.run.dueProbes(now)) if (!starting(row)) this.run.probeOver(row);
     const spare = this.scheduler.spare('upload', limit);
     if (spare <= 0) return;
     for (const row of db.dueForUpload(now, spare)) starting(row);

@@ -33,8 +33,8 @@ export class RunState {
   private refused: unknown;
   /** Whether the DB says the service is unreachable; only this run writes it, so it is read once. */
   private unreachableSet: boolean | undefined;
-  /** Paused watches with a probing upload in flight. */
-  private readonly probing = new Set<string>();
+  /** Paused watches → the row whose probing upload is under way. */
+  private readonly probing = new Map<string, number>();
 
   constructor(deps: RunStateDeps) {
     this.deps = deps;
@@ -98,7 +98,8 @@ export class RunState {
 
   /**
    * The rows that probe their paused watch now (one per watch whose probe is due and not already
-   * running); a paused watch with nothing left to send is resumed.
+   * running); a paused watch with nothing left to send is resumed. Each is marked as probing until
+   * `probeOver`: the caller releases the mark of a probe it does not start.
    */
   dueProbes(now: number): FileRow[] {
     const { db } = this.deps;
@@ -110,7 +111,7 @@ export class RunState {
         db.resumeWatch(paused.path);
         continue;
       }
-      this.probing.add(paused.path);
+      this.probing.set(paused.path, row.id);
       db.pauseWatch(paused.path, paused.paused_reason, paused.paused_at, now + this.deps.probeIntervalMs);
       rows.push(row);
     }
@@ -128,5 +129,13 @@ export class RunState {
   /** An upload of `watch` failed: its probe, if it was one, is over (the lifecycle says what follows). */
   uploadFailed(watch: string) {
     this.probing.delete(watch);
+  }
+
+  /**
+   * The row's upload ended or never started (upload limit, same bytes in flight, file gone, a failed
+   * write): if it was its watch's probe, the mark goes, and the watch probes again when next due.
+   */
+  probeOver(row: Pick<FileRow, 'id' | 'watch'>) {
+    if (this.probing.get(row.watch) === row.id) this.probing.delete(row.watch);
   }
 }

@@ -109,6 +109,62 @@ describe('run-level faults are not file failures', () => {
     expect(world.logs.join('')).toContain('watch resumed');
   });
 
+  it('a probe that cannot start (the upload limit is reached) gives up its mark: the watch probes again and resumes', async () => {
+    world = await makeWorld({
+      watchYaml: [
+        '  - path: ./inbox2',
+        '    template_id: TEMPLATE',
+        '    output: ./results2',
+        '    processed_dir: ./processed2',
+        '    failed_dir: ./failed2',
+        '    stable_ms: 200',
+      ].join('\n'),
+    });
+    await mkdir(join(world.dir, 'inbox2'));
+    const missing = world.templateId + 1;
+    await editConfig(world, (y) =>
+      y
+        .replace(/template_id: \d+/, `template_id: ${missing}`) // the first watch's; the second's is TEMPLATE
+        .replace('TEMPLATE', String(world.templateId))
+        .replace('concurrency: 4', 'concurrency: 1')
+        .replace('max_attempts: 20 }', 'max_attempts: 20, probe_interval_ms: 1000 }'),
+    );
+    // inbox2's upload waits at a gate the test opens: the one upload slot stays taken meanwhile.
+    const service = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+    let entered!: () => void;
+    const gateEntered = new Promise<void>((resolve) => (entered = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const client: DocexClient = Object.assign(Object.create(service) as DocexClient, {
+      uploadFile: async (args: Parameters<DocexClient['uploadFile']>[0]) => {
+        if (args.files.some((f) => 'path' in f && String(f.path).includes('inbox2'))) {
+          entered();
+          await gate;
+        }
+        return service.uploadFile(args);
+      },
+    });
+    const daemon = await world.start({ client });
+    await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('P-1'));
+    await until('inbox paused', () => daemon.db.pausedWatches().length === 1);
+    await until('a.txt stable again', () => daemon.db.counts().stable === 1);
+    await writeFile(join(world.dir, 'inbox2', 'hold.txt'), invoice('P-2'));
+    await gateEntered;
+    // The probe comes due while the slot is taken: it is taken from the DB (probe_at moves on) but
+    // cannot start.
+    const probeAt = daemon.db.pausedWatches()[0]!.probe_at;
+    await until('the probe due and not started', () => daemon.db.pausedWatches()[0]!.probe_at > probeAt);
+    const folder = await service.createFolder({ name: 'Late' });
+    expect((await service.createTemplate({ folder_id: folder.id, name: 'Invoice, at last' })).id).toBe(
+      missing,
+    );
+    open();
+    await until('a.txt archived: its watch probed again and resumed', () =>
+      daemon.db.inState('archived').some((r) => r.path.endsWith('a.txt')),
+    );
+    expect(daemon.db.pausedWatches()).toEqual([]);
+  });
+
   it('task_timeout_ms counts from the upload: a task that never finishes fails on time with its error.json', async () => {
     world = await makeWorld({ taskDelayMs: 600_000 });
     await editConfig(world, (y) =>
