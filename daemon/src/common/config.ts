@@ -205,6 +205,11 @@ export type ApiSettings = z.output<typeof ApiSection>;
 export const ConfigSchema = z.strictObject({
   api: ApiSection.default({ concurrency: 4, requests_per_second: 10, timeout_ms: 120_000, max_retries: 4 }),
   state_db: z.string().min(1),
+  /**
+   * Work pauses while the state DB's filesystem has less free than this (MiB), and resumes by itself
+   * when there is room again (docs/daemon.md, "A full disk").
+   */
+  state_db_min_free_mb: z.number().positive().default(64),
   poll: z
     .strictObject({
       interval_ms: positiveInt.default(2000),

@@ -109,6 +109,10 @@ export async function startDaemon(
         (blind) => db.setBlindWatcher(w.path, blind),
       ),
   );
+  // Files whose discovery was rolled back while the disk was full are found again at once.
+  pipeline.on('disk-resumed', () => {
+    for (const w of watchers) void w.scan();
+  });
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
@@ -174,7 +178,14 @@ export async function startDaemon(
   }
   const summaries = startSummaries(pipeline, db, log);
   const http = config.http
-    ? await startHttp({ db, config, metrics, log, wake: () => pipeline.wake() })
+    ? await startHttp({
+        db,
+        config,
+        metrics,
+        log,
+        wake: () => pipeline.wake(),
+        diskPaused: () => pipeline.diskPaused,
+      })
     : undefined;
   log.info(
     {

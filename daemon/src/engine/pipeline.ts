@@ -44,14 +44,17 @@ import { firstPollDelayMs, NO_ESTIMATE, observePoll, type ExtractionEstimate } f
 import type { Candidate, Listed } from './walk.ts';
 import { RunState, type RunEvents } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
+import { DISK_RECHECK_MS } from './disk-space.ts';
+import { stateDbSpace, type StateDbRoomConfig } from '../common/disk.ts';
 
 /**
  * What the pipeline reads of the config: the watches and the mailboxes' spool folders it carries
  * files through, how it polls and uploads, and how many uploads at once.
  */
-export type PipelineConfig = ConfigSlice<'watch' | 'mailboxes' | 'poll' | 'upload'> & {
-  api: Pick<ApiSettings, 'concurrency'>;
-};
+export type PipelineConfig = ConfigSlice<'watch' | 'mailboxes' | 'poll' | 'upload'> &
+  StateDbRoomConfig & {
+    api: Pick<ApiSettings, 'concurrency'>;
+  };
 
 export interface PipelineDeps {
   db: StateDb;
@@ -146,6 +149,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly plannedArchives = new Map<number, string | null>();
   /** Per watch and route (one template): how long its extractions take, learnt from its polls (poll-timing.ts). */
   private readonly extraction = new Map<string, ExtractionEstimate>();
+  /**
+   * Task ids the service gave whose commit failed (a full disk): stored when work resumes, so the
+   * file is not uploaded a second time.
+   */
+  private readonly unsavedAnswers = new Map<number, { row: FileRow; taskId: string }>();
 
   constructor(deps: PipelineDeps) {
     super();
@@ -160,8 +168,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       now: this.now,
       probeIntervalMs: deps.config.upload.probe_interval_ms,
       events: this,
+      diskSpace: () => stateDbSpace(deps.config),
     });
     this.reviews = new ReviewQueue(this.results, this.now);
+    // A batch whose commit at the end of a turn failed for lack of room pauses work, as a full disk does.
+    deps.db.onCommitFailed((error) => this.run.diskFull(error));
   }
 
   private policy(watch: string): Policy {
@@ -231,7 +242,13 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   candidate(watch: WatchConfig, file: Candidate) {
     const { db, log } = this.deps;
     if (!isNewWork(file, db.current(file.path), watch.on_success)) return;
-    const created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
+    let created;
+    try {
+      created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
+    } catch (error) {
+      if (this.run.diskFull(error)) return; // the rescan after the pause finds it again
+      throw error;
+    }
     log.debug({ file: file.path, id: created.id }, 'discovered');
     this.deps.metrics?.discovered.inc();
     this.wake();
@@ -265,8 +282,13 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     );
     const fresh = files.filter((f) => isNewWork(f, known.get(f.path), watch.on_success));
     if (fresh.length) {
-      db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
-      db.flush();
+      try {
+        db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
+        db.flush();
+      } catch (error) {
+        if (this.run.diskFull(error)) return 0; // the rescan after the pause finds them again
+        throw error;
+      }
       this.deps.metrics?.discovered.inc(fresh.length);
       for (const f of fresh.slice(0, 20)) log.debug({ file: f.path }, 'discovered');
       this.wake();
@@ -319,11 +341,63 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.scheduler.wake();
   }
 
-  /** Starts the jobs of the rows that are due; returns when the next one comes due. */
+  /** Why work is paused for lack of room for the state DB (status says it), else undefined. */
+  get diskPaused(): string | undefined {
+    return this.run.diskPaused;
+  }
+
+  /**
+   * Starts the jobs of the rows that are due; returns when the next one comes due. First the state
+   * DB's room is measured: while it is short nothing starts and the timer measures it again.
+   */
   private pump(): number | undefined {
     if (this.scheduler.stopped || this.run.refusal !== undefined) return undefined;
-    const { db, config } = this.deps;
     const now = this.now();
+    try {
+      const disk = this.run.checkDisk();
+      if (disk === 'paused') return now + DISK_RECHECK_MS;
+      if (disk === 'resumed') this.redoAfterDiskPause();
+      return this.startDue(now);
+    } catch (error) {
+      if (this.run.diskFull(error)) return now + DISK_RECHECK_MS;
+      throw error;
+    }
+  }
+
+  /**
+   * After a pause for lack of room: the task ids the service gave meanwhile are stored; an upload
+   * whose outcome could not be stored goes again (as after a restart: a DUPLICATE answer is handled).
+   * Rows whose other steps were rolled back are simply due again; files whose discovery was rolled
+   * back are found by the rescan the daemon runs on `disk-resumed`.
+   */
+  private redoAfterDiskPause() {
+    const { db, log } = this.deps;
+    for (const { row, taskId } of this.unsavedAnswers.values()) this.storeAnswer(row, taskId);
+    for (const row of db.inState('uploading'))
+      if (!this.scheduler.has(row.id)) {
+        this.apply(row, { kind: 'restarted' });
+        log.warn(
+          { file: row.path },
+          'the outcome of this upload could not be stored (the disk was full); it will be sent again (a DUPLICATE answer is handled)',
+        );
+      }
+    db.flush();
+  }
+
+  /** Stores the task id the service gave; kept in memory until that commit succeeds. */
+  private storeAnswer(uploading: FileRow, taskId: string) {
+    this.unsavedAnswers.set(uploading.id, { row: uploading, taskId });
+    this.apply(uploading, {
+      kind: 'upload-answered',
+      taskId,
+      firstPollMs: firstPollDelayMs(this.estimateOf(uploading), this.deps.config.poll),
+    });
+    this.deps.db.flush();
+    this.unsavedAnswers.delete(uploading.id);
+  }
+
+  private startDue(now: number): number {
+    const { db, config } = this.deps;
     const take = (rows: FileRow[], kind: JobKind, run: (row: FileRow) => Promise<void>) => {
       for (const row of rows) if (!this.scheduler.has(row.id)) this.startJob(row, kind, run);
     };
@@ -387,12 +461,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.deps.db.lease(row.id);
     this.scheduler.run(row.id, kind, () =>
       run(row)
-        .catch((error: unknown) =>
+        .catch((error: unknown) => {
+          // A write that failed for lack of room: work pauses; the row keeps its state in the DB.
+          if (this.run.diskFull(error)) return;
           this.deps.log.error(
             { file: row.path, err: describe(error), step: kind },
             'pipeline step failed; will retry',
-          ),
-        )
+          );
+        })
         .finally(() => {
           if (!this.stopped) this.deps.db.release(row.id);
         }),
@@ -435,6 +511,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return;
     const uploading = this.apply(row, { kind: 'upload-starting' }).row;
     db.flush(); // the attempt is on disk before the request leaves
+    let taskId: string;
     try {
       const answer = await client.uploadFile({
         files: [{ path: row.path, fileName: basename(row.path).normalize('NFC') }],
@@ -442,16 +519,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         folder_id: route.folder_id,
         metadata: route.metadata,
       });
-      this.apply(uploading, {
-        kind: 'upload-answered',
-        taskId: answer.task_ids[0]!,
-        firstPollMs: firstPollDelayMs(this.estimateOf(row), this.deps.config.poll),
-      });
-      db.flush();
-      metrics?.uploads.inc();
-      this.run.reachable();
-      this.run.uploadAccepted(row.watch);
-      log.debug({ file: row.path, taskId: answer.task_ids[0] }, 'uploaded');
+      taskId = answer.task_ids[0]!;
     } catch (error) {
       metrics?.apiErrors.inc({ operation: 'upload_file' });
       this.run.uploadFailed(row.watch);
@@ -461,7 +529,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           { file: row.path, err: describe(error), retryAt: new Date(after.row.next_at).toISOString() },
           'upload failed; will retry',
         );
+      return;
     }
+    // Outside the request's try: a commit that fails (a full disk) is no failed upload.
+    this.storeAnswer(uploading, taskId);
+    metrics?.uploads.inc();
+    this.run.reachable();
+    this.run.uploadAccepted(row.watch);
+    log.debug({ file: row.path, taskId }, 'uploaded');
   }
 
   /** An open task: its result, then the document's data and the result files, then archiving. */

@@ -1,13 +1,16 @@
 /**
  * What holds for the whole run rather than one file: the API key was refused (the run stops), the
  * service cannot be reached (files wait), a watch is paused because the service does not know its
- * template or folder (one upload of it probes now and then). The lifecycle reports these as effects
- * of a file's step; this unit remembers them, writes them to the state DB and tells subscribers.
+ * template or folder (one upload of it probes now and then), the state DB's disk is full (all work
+ * pauses until there is room). The lifecycle reports most of these as effects of a file's step; this
+ * unit remembers them, writes them to the state DB (all but the full disk, which it cannot) and
+ * tells subscribers.
  */
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { StateDb } from '../store/state.ts';
 import { describe, type Effect, type FileRow } from './lifecycle.ts';
+import { diskReason, diskStep, isDiskFull, type DiskPause, type DiskSpace } from './disk-space.ts';
 
 /** The run-level events (part of the pipeline's). */
 export interface RunEvents {
@@ -16,6 +19,10 @@ export interface RunEvents {
   'service-unreachable': [reason: string];
   /** The API key was refused: the run must stop (exit 3). */
   'run-refused': [error: unknown];
+  /** The state DB's disk is full (the reason, as status says it): all work pauses. */
+  'disk-full': [reason: string];
+  /** There is room again: work resumes (writes rolled back meanwhile are made again). */
+  'disk-resumed': [];
 }
 
 export interface RunStateDeps {
@@ -26,6 +33,8 @@ export interface RunStateDeps {
   probeIntervalMs: number;
   /** Where the run-level events go (the pipeline, which subscribers listen to). */
   events: Pick<EventEmitter<RunEvents>, 'emit'>;
+  /** Measures the free space of the state DB's filesystem (undefined: cannot be measured). */
+  diskSpace: () => DiskSpace | undefined;
 }
 
 export class RunState {
@@ -35,6 +44,8 @@ export class RunState {
   private unreachableSet: boolean | undefined;
   /** Paused watches → the row whose probing upload is under way. */
   private readonly probing = new Map<string, number>();
+  /** Set while work is paused for lack of room for the state DB. */
+  private diskPause: (DiskPause & { reason: string }) | undefined;
 
   constructor(deps: RunStateDeps) {
     this.deps = deps;
@@ -75,6 +86,51 @@ export class RunState {
     this.deps.db.markServiceReachable();
     this.unreachableSet = false;
     this.deps.log.info('the service can be reached again');
+  }
+
+  /**
+   * Measures the state DB's room (before each scheduler pump) and pauses or resumes all work:
+   * `paused` while there is too little, `resumed` once when there is room again.
+   */
+  checkDisk(): 'paused' | 'resumed' | 'ok' {
+    const space = this.deps.diskSpace();
+    if (!space) return this.diskPause ? 'paused' : 'ok';
+    const step = diskStep(this.diskPause, space);
+    if (step === 'pause') this.pauseForDisk(space, undefined);
+    else if (step === 'resume') {
+      this.diskPause = undefined;
+      this.deps.log.warn(
+        { path: space.path, freeBytes: space.freeBytes, minFreeBytes: space.minFreeBytes },
+        'the state DB has room again: work resumes',
+      );
+      this.deps.events.emit('disk-resumed');
+      return 'resumed';
+    }
+    return this.diskPause ? 'paused' : 'ok';
+  }
+
+  /** A write failed: if for lack of room, work pauses (true), as the free-space check would pause it. */
+  diskFull(error: unknown): boolean {
+    const space = this.deps.diskSpace();
+    if (!space || !isDiskFull(error, space)) return false;
+    if (!this.diskPause) this.pauseForDisk(space, describe(error));
+    return true;
+  }
+
+  /** Why work is paused for lack of room (status says it), else undefined. */
+  get diskPaused(): string | undefined {
+    return this.diskPause?.reason;
+  }
+
+  private pauseForDisk(space: DiskSpace, error: string | undefined) {
+    const reason = diskReason(space, error);
+    this.diskPause = { since: this.deps.now(), freeBytes: space.freeBytes, error, reason };
+    this.unreachableSet = undefined; // a write of it may have been rolled back
+    this.deps.log.error(
+      { path: space.path, freeBytes: space.freeBytes, minFreeBytes: space.minFreeBytes },
+      reason,
+    );
+    this.deps.events.emit('disk-full', reason);
   }
 
   private isUnreachable(): boolean {

@@ -7,6 +7,8 @@ import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { BlindWatcherRecord, PullRecord, StateDb } from '../store/state.ts';
 import { heldReview } from '../outputs/review.ts';
+import { stateDbSpace, type StateDbRoomConfig } from '../common/disk.ts';
+import { diskReason, isLow } from '../engine/disk-space.ts';
 
 /** What the page shows; also GET /api/status. */
 export interface StatusSnapshot {
@@ -106,12 +108,27 @@ const iso = (ms: number | null | undefined) => (ms == null ? null : new Date(ms)
 const zero = () => Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
 
 /** What the read model reads of the config: the watches and mailboxes it reports, when health turns failing. */
-export type StatusConfig = ConfigSlice<'watch' | 'mailboxes' | 'http'>;
+export type StatusConfig = ConfigSlice<'watch' | 'mailboxes' | 'http'> & StateDbRoomConfig;
 
 export interface StatusSource {
   db: StateDb;
   config: StatusConfig;
   now?: () => number;
+  /**
+   * In the daemon: why its work is paused for lack of room, when a write failed with the free space
+   * above the threshold (the check below cannot see that; no other process can).
+   */
+  diskPaused?: () => string | undefined;
+}
+
+/**
+ * The state DB's room, measured here and now (the daemon cannot record it: its disk is full), so
+ * `status` in its own process says the same as the daemon, with the same threshold.
+ */
+function diskProblem(source: StatusSource): string | undefined {
+  const space = stateDbSpace(source.config);
+  if (space && isLow(space)) return diskReason(space);
+  return source.diskPaused?.();
 }
 
 /**
@@ -132,6 +149,8 @@ export function healthOf(source: StatusSource): Health {
   const attention: string[] = [];
   const refusal = db.keyRefusal();
   if (refusal) failing.push(keyRefusalReason(refusal));
+  const disk = diskProblem(source);
+  if (disk) failing.push(disk);
   const down = db.serviceUnreachable();
   const limit = config.http?.unhealthy_after_ms ?? 300_000;
   if (down) {

@@ -250,6 +250,7 @@ export class StateDb {
   private paused: PausedWatch[] | undefined;
   private lock: Database.Database | undefined;
   private dataVersion: number | undefined;
+  private commitFailed: ((error: unknown) => boolean) | undefined;
 
   constructor(path: string) {
     mkdirSync(dirname(path), { recursive: true });
@@ -335,9 +336,30 @@ export class StateDb {
     if (!this.batchOpen) {
       this.db.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
-      setImmediate(() => this.flush());
+      setImmediate(() => this.commit(false));
     }
-    return fn();
+    try {
+      return fn();
+    } catch (error) {
+      // SQLite may have rolled the whole batch back (SQLITE_FULL, SQLITE_IOERR): none of it is kept.
+      if (!this.db.inTransaction) this.rolledBack();
+      throw error;
+    }
+  }
+
+  /**
+   * Who hears of a batch whose commit failed (its writes are rolled back, the DB keeps the state
+   * before them), whoever committed it: true when handled (a full disk pauses the pipeline). A
+   * commit at the end of a turn then throws nothing; otherwise the error is thrown as before.
+   */
+  onCommitFailed(handler: (error: unknown) => boolean) {
+    this.commitFailed = handler;
+  }
+
+  /** The batch is gone: what this instance keeps of the DB is read again. */
+  private rolledBack() {
+    this.batchOpen = false;
+    this.paused = undefined;
   }
 
   /**
@@ -351,11 +373,22 @@ export class StateDb {
     return changed;
   }
 
-  /** Commits the open batch now. */
+  /** Commits the open batch now; when that fails (a full disk), the batch is rolled back and the error thrown. */
   flush() {
+    this.commit(true);
+  }
+
+  private commit(throwHandled: boolean) {
     if (!this.batchOpen) return;
     this.batchOpen = false;
-    if (this.db.open) this.db.exec('COMMIT');
+    if (!this.db.open || !this.db.inTransaction) return;
+    try {
+      this.db.exec('COMMIT');
+    } catch (error) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.rolledBack();
+      if (!this.commitFailed?.(error) || throwHandled) throw error;
+    }
   }
 
   /** The row that currently owns this path (in the pipeline, or kept in place after success). */
@@ -672,7 +705,7 @@ export class StateDb {
 
   /** Files per watch and state. */
   countsByWatch(): Array<{ watch: string; state: FileState; n: number }> {
-    this.flush();
+    this.commit(false); // a failed commit (a full disk) is the pipeline's to handle: the read goes on
     return this.st(`SELECT watch, state, COUNT(*) AS n FROM files GROUP BY watch, state`).all() as Array<{
       watch: string;
       state: FileState;
@@ -681,7 +714,7 @@ export class StateDb {
   }
   /** Files per watch, route and state, held ones left out (they have no route). */
   countsByRoute(): Array<{ watch: string; route: string | null; state: FileState; n: number }> {
-    this.flush();
+    this.commit(false); // a failed commit (a full disk) is the pipeline's to handle: the read goes on
     return this.st(
       `SELECT watch, route, state, COUNT(*) AS n FROM files WHERE state != 'held' GROUP BY watch, route, state`,
     ).all() as Array<{ watch: string; route: string | null; state: FileState; n: number }>;

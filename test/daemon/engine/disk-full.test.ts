@@ -1,0 +1,161 @@
+/**
+ * A full disk under the state DB, for real: a small tmpfs the test mounts holds state_db, a filler
+ * file takes all its room while `docex-sync run` runs as a process against the emulator. Work pauses
+ * (no crash), `status` (its own process, live), /healthz and the page say failing with the path and
+ * what to do; once the filler is deleted work resumes by itself and every file dropped meanwhile is
+ * processed, each uploaded exactly once.
+ *
+ * Mounting needs root (the test machine runs as root); where mount is refused the test is skipped
+ * and says why. Waits are on log lines, states and files, never on a guessed time.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../e2e/services.ts';
+import { call } from '../../support/http-call.ts';
+import { calibrate, invoice, makeWorld, runCli, stopCliChildren, until, type World } from '../helpers.ts';
+
+const MIB = 1024 * 1024;
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+/** The free space a reason names, made fixed for comparing (SQLite may take or give back a page). */
+const unmeasured = (text: string) => text.replace(/has \d+\.\d MiB free/g, 'has X MiB free');
+
+/** Whether this process may mount a tmpfs: tried once on a throw-away folder. */
+function mountRefusal(): string | undefined {
+  const probe = join(tmpdir(), `docex-mount-probe-${process.pid}`);
+  spawnSync('mkdir', ['-p', probe]);
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { encoding: 'utf8' });
+  if (mounted.status !== 0)
+    return `mount -t tmpfs is not permitted here (${(mounted.stderr || mounted.error?.message || '').trim()}): the test needs root`;
+  spawnSync('umount', [probe]);
+  spawnSync('rmdir', [probe]);
+  return undefined;
+}
+const refusal = mountRefusal();
+if (refusal) console.warn(`skipped: ${refusal}`);
+
+const startMs = refusal ? 0 : await calibrate();
+const mounts: string[] = [];
+let world: World | undefined;
+afterEach(async () => {
+  stopCliChildren();
+  await world?.cleanup();
+  world = undefined;
+});
+// Unmounted even when a test failed (lazily: a killed daemon's files may still be closing).
+afterAll(() => {
+  for (const dir of mounts.splice(0)) spawnSync('umount', ['-l', dir]);
+});
+
+/**
+ * `full`: no byte left, so a write fails (SQLITE_FULL) before or as the check sees it: a pause, not
+ * a crash. `low`: half a MiB left, below state_db_min_free_mb (1 MiB): the check before the
+ * scheduler's pump pauses work before any write fails.
+ */
+const cases = [
+  { room: 'full', leftBytes: 0 },
+  { room: 'low', leftBytes: MIB / 2 },
+] as const;
+
+describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
+  it.each(cases)(
+    'room $room: pauses work with a failing status naming the path and what to do, and resumes when space returns, each file uploaded once',
+    async ({ room, leftBytes }) => {
+      const port = await freePort();
+      const w = await makeWorld({ extraYaml: `state_db_min_free_mb: 1\nhttp: { port: ${port} }` });
+      world = w;
+      const stateDir = join(w.dir, 'state');
+      await mkdir(stateDir);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
+      mounts.push(stateDir);
+      // world.cleanup removes the folder: unmount first (afterEach runs before afterAll).
+      const cleanup = w.cleanup.bind(w);
+      w.cleanup = async () => {
+        stopCliChildren();
+        spawnSync('umount', ['-l', stateDir]);
+        await cleanup();
+      };
+      const dbPath = join(stateDir, 'sync.db');
+
+      const run = runCli(['run', '--config', w.configFile]);
+      await until('running', () => run.output().includes('docex-sync running'));
+      await writeFile(join(w.dir, 'inbox', 'before.txt'), invoice('D-0'));
+      await until('before.txt archived', async () =>
+        (await readdir(join(w.dir, 'processed'))).includes('before.txt'),
+      );
+
+      const filler = join(stateDir, 'filler');
+      const free = () => statfsSync(stateDir).bavail * statfsSync(stateDir).bsize;
+      await writeFile(filler, Buffer.alloc(room === 'full' ? 16 * MIB : free() - leftBytes)).catch(
+        (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOSPC') throw error;
+        },
+      );
+      expect(free()).toBeLessThanOrEqual(leftBytes);
+
+      const names = ['d1.txt', 'd2.txt', 'd3.txt', 'd4.txt'];
+      for (const [i, n] of names.entries()) await writeFile(join(w.dir, 'inbox', n), invoice(`D-${i + 1}`));
+      const pausedLine = await until('the pause logged', () =>
+        run
+          .output()
+          .split('\n')
+          .find((l) => l.includes('work is paused')),
+      );
+      console.info(`logged: ${pausedLine}`);
+      expect(pausedLine).toContain(dbPath);
+      if (room === 'low') expect(pausedLine).toContain('below state_db_min_free_mb (1.0 MiB)');
+      expect(pausedLine).toContain(
+        'free space on that filesystem (or move state_db to a filesystem with room)',
+      );
+
+      // status, in its own process, measures the room itself: failing, exit 6, with the reason.
+      const status = runCli(['status', '--config', w.configFile]);
+      expect(await status.exited).toBe(6);
+      const reason = `the filesystem of the state DB ${dbPath} has X MiB free, below state_db_min_free_mb (1.0 MiB): work is paused; free space on that filesystem (or move state_db to a filesystem with room); work resumes by itself when there is room, nothing is lost`;
+      expect(unmeasured(status.output())).toContain(`Failing:\n  ${reason}\n`);
+      console.info(`status printed:\n${status.output().split('\n').slice(0, 2).join('\n')}`);
+      const json = runCli(['status', '--config', w.configFile, '--json']);
+      expect(await json.exited).toBe(6);
+      const health = JSON.parse(json.stdout()).health as { level: string; reasons: string[] };
+      expect(health.level).toBe('failing');
+      expect(health.reasons.map(unmeasured)).toEqual([reason]);
+      const healthz = await call(port, '/healthz');
+      console.info(`/healthz ${healthz.status}: ${healthz.text}`);
+      expect(healthz.status).toBe(503);
+      expect(JSON.parse(unmeasured(healthz.text))).toMatchObject({ level: 'failing', reasons: [reason] });
+      const page = await call(port, '/');
+      expect(page.text).toContain('data-level="failing"');
+      expect(unmeasured(page.text)).toContain(reason);
+
+      // Nothing lost, nothing sent: the files wait in the inbox, the daemon runs on.
+      expect((await readdir(join(w.dir, 'inbox'))).sort()).toEqual(names);
+      expect(w.emulator.stats().uploadsByHash[sha(invoice('D-1'))]).toBeUndefined();
+      expect(run.child.exitCode).toBeNull();
+
+      await rm(filler);
+      await until('the resume logged', () =>
+        run.output().includes('the state DB has room again: work resumes'),
+      );
+      await until('all four archived', async () => {
+        const done = await readdir(join(w.dir, 'processed'));
+        return names.every((n) => done.includes(n));
+      });
+      const uploads = w.emulator.stats().uploadsByHash;
+      expect(names.map((_, i) => uploads[sha(invoice(`D-${i + 1}`))])).toEqual([1, 1, 1, 1]);
+      expect(await readdir(join(w.dir, 'failed'))).toEqual([]);
+      const lines = run.output().split('\n');
+      expect(lines.filter((l) => l.includes('work is paused'))).toHaveLength(1);
+      expect(lines.filter((l) => l.includes('room again'))).toHaveLength(1);
+      expect(run.output()).not.toContain('SqliteError');
+      const after = runCli(['status', '--config', w.configFile]);
+      expect(await after.exited).toBe(0);
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+    },
+    startMs * 200 + 60_000,
+  );
+});
