@@ -17,7 +17,20 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../e2e/services.ts';
 import { call } from '../../support/http-call.ts';
-import { calibrate, invoice, makeWorld, runCli, stopCliChildren, until, type World } from '../helpers.ts';
+import type { DocexClient } from '@docex/shared';
+import { createNodeClient } from '@docex/shared/node';
+import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import { healthOf } from '../../../daemon/src/status/read-model.ts';
+import {
+  calibrate,
+  invoice,
+  makeWorld,
+  runCli,
+  SECRET,
+  stopCliChildren,
+  until,
+  type World,
+} from '../helpers.ts';
 
 const MIB = 1024 * 1024;
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -158,4 +171,58 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     },
     startMs * 200 + 60_000,
   );
+
+  it('an upload whose task id cannot be stored (the commit fails for lack of room) keeps the id and stores it on resume: sent once', async () => {
+    const w = await makeWorld({ extraYaml: 'state_db_min_free_mb: 1' });
+    world = w;
+    const stateDir = join(w.dir, 'state');
+    await mkdir(stateDir);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
+    mounts.push(stateDir);
+    const cleanup = w.cleanup.bind(w);
+    w.cleanup = async () => {
+      spawnSync('umount', ['-l', stateDir]); // detached now; the daemon's open files close on stop
+      await cleanup();
+    };
+    // Freed to make room again (the pause waits for more room than when the write failed).
+    const ballast = join(stateDir, 'ballast');
+    await writeFile(ballast, Buffer.alloc(MIB));
+    // The commit right after the service answers fails as a full disk does (SQLITE_FULL).
+    const started: { daemon?: RunningDaemon } = {};
+    let failed = false;
+    const service = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
+    const client: DocexClient = Object.assign(Object.create(service) as DocexClient, {
+      uploadFile: async (args: Parameters<DocexClient['uploadFile']>[0]) => {
+        const answer = await service.uploadFile(args);
+        if (failed) return answer;
+        failed = true;
+        const sqlite = started.daemon!.db.db;
+        const exec = sqlite.exec.bind(sqlite);
+        sqlite.exec = (sql: string) => {
+          if (sql !== 'COMMIT') return exec(sql);
+          sqlite.exec = exec;
+          throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        };
+        return answer;
+      },
+    });
+    const daemon = await w.start({ client });
+    started.daemon = daemon;
+    await writeFile(join(w.dir, 'inbox', 'a.txt'), invoice('U-1'));
+    await until('paused', () => daemon.pipeline.diskPaused);
+    expect(daemon.pipeline.diskPaused).toContain('failed for lack of space (database or disk is full)');
+    expect(daemon.db.inState('uploading').map((r) => r.rel)).toEqual(['a.txt']); // the answer was rolled back
+    // Room above the threshold: the free-space check sees nothing; the daemon's own health says it.
+    const health = healthOf({
+      db: daemon.db,
+      config: w.config(),
+      diskPaused: () => daemon.pipeline.diskPaused,
+    });
+    expect(health).toMatchObject({ level: 'failing', reasons: [daemon.pipeline.diskPaused] });
+    await rm(ballast);
+    await until('a.txt archived', () => daemon.db.counts().archived === 1);
+    expect(w.emulator.stats().uploadsByHash[sha(invoice('U-1'))]).toBe(1);
+    expect(w.logs.join('')).not.toContain('it will be sent again');
+    expect(w.logs.join('')).toContain('the state DB has room again: work resumes');
+  });
 });
