@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
 import type { Command } from '../common/command.ts';
 import type { Config, ConfigError } from '../common/config.ts';
-import type { StartOptions } from '../engine/daemon.ts';
+import type { RunningDaemon, StartOptions } from '../engine/daemon.ts';
 import type { Context } from './context.ts';
 import type { Signals, SyncIo } from './io.ts';
 
@@ -25,15 +25,64 @@ SIGHUP reloads the config (a config with mistakes is refused and the running one
 
 /** The work `run` loads when it runs (the table and --help never load it). */
 const engine = async () => {
-  const [{ existsSync }, { loadConfig, ConfigError, baseUrlFrom }, daemon, preflight, exit, { StateDb }] =
-    await Promise.all([
-      import('node:fs'),
-      import('../common/config.ts'),
-      import('../engine/daemon.ts'),
-      import('../engine/preflight.ts'),
-      import('../common/exit.ts'),
-      import('../store/state.ts'),
-    ]);
+  const [
+    { existsSync },
+    { loadConfig, ConfigError, baseUrlFrom },
+    daemon,
+    preflight,
+    exit,
+    { StateDb },
+    disk,
+    { stateDbSpace },
+    { setTimeout: delay },
+  ] = await Promise.all([
+    import('node:fs'),
+    import('../common/config.ts'),
+    import('../engine/daemon.ts'),
+    import('../engine/preflight.ts'),
+    import('../common/exit.ts'),
+    import('../store/state.ts'),
+    import('../engine/disk-space.ts'),
+    import('../common/disk.ts'),
+    import('node:timers/promises'),
+  ]);
+  /**
+   * Starts the daemon; when that fails for lack of room for the state DB (a full disk cannot even
+   * open it), says so once and starts again when there is room, as a running daemon pauses and
+   * resumes. Undefined when SIGINT/SIGTERM came first.
+   */
+  const startWithRoom = async (
+    config: Config,
+    log: Logger,
+    signals: { next(): Promise<NodeJS.Signals> },
+    start: () => Promise<RunningDaemon>,
+  ): Promise<RunningDaemon | undefined> => {
+    for (;;) {
+      let failure: unknown;
+      try {
+        return await start();
+      } catch (error) {
+        failure = error;
+      }
+      const space = stateDbSpace(config);
+      if (!space || !disk.isDiskFull(failure, space)) throw failure;
+      const error = (failure as Error).message;
+      const paused = { since: Date.now(), freeBytes: space.freeBytes, error };
+      log.error(
+        { path: space.path, freeBytes: space.freeBytes, minFreeBytes: space.minFreeBytes },
+        disk.diskReason(space, error),
+      );
+      let signal = signals.next();
+      for (;;) {
+        const woken = await Promise.race([delay(disk.DISK_RECHECK_MS), signal]);
+        if (woken === 'SIGHUP') signal = signals.next();
+        else if (woken) return undefined;
+        const now = stateDbSpace(config);
+        if (now && disk.diskStep(paused, now) === 'resume') break;
+      }
+      log.warn('the state DB has room again: work resumes');
+    }
+  };
   /** A watched folder is never created: a missing one is usually a share that is not mounted (yet). */
   const requireWatchedFolders = (config: Config) => {
     const missing = config.watch.flatMap((w, i) =>
@@ -81,11 +130,18 @@ const engine = async () => {
       db?.close();
     }
   };
-  return { loadConfig, requireWatchedFolders, keyFirst, startDaemon: daemon.startDaemon, EXIT: exit.EXIT };
+  return {
+    loadConfig,
+    requireWatchedFolders,
+    keyFirst,
+    startDaemon: daemon.startDaemon,
+    startWithRoom,
+    EXIT: exit.EXIT,
+  };
 };
 
 async function runUntilStopped(ctx: Context): Promise<number> {
-  const { loadConfig, requireWatchedFolders, keyFirst, startDaemon, EXIT } = await engine();
+  const { loadConfig, requireWatchedFolders, keyFirst, startDaemon, startWithRoom, EXIT } = await engine();
   const { configFile, io } = ctx;
   const now = io.now ?? Date.now;
   let config = ctx.config;
@@ -94,7 +150,9 @@ async function runUntilStopped(ctx: Context): Promise<number> {
   requireWatchedFolders(config);
   const signals = signalQueue(io.signals ?? process, ['SIGINT', 'SIGTERM', 'SIGHUP']);
   try {
-    let daemon = await startDaemon(config, client, log, await keyFirst(config, client, io.env, now));
+    const first = await keyFirst(config, client, io.env, now);
+    let daemon = await startWithRoom(config, log, signals, () => startDaemon(config, client, log, first));
+    if (!daemon) return EXIT.ok; // stopped while waiting for room
     for (;;) {
       const event = await Promise.race([
         daemon.failure.then((error) => ({ error })),
@@ -129,7 +187,11 @@ async function runUntilStopped(ctx: Context): Promise<number> {
         log.info({ config: configFile }, 'SIGHUP: reloading the config');
         await daemon.stop();
         ({ config, log, client } = next);
-        daemon = await startDaemon(config, client, log, options);
+        const started = await startWithRoom(config, log, signals, () =>
+          startDaemon(config, client, log, options),
+        );
+        if (!started) return EXIT.ok;
+        daemon = started;
         log.info({ config: configFile }, 'config reloaded');
         continue;
       }

@@ -220,8 +220,19 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.run.reachable();
   }
 
-  /** After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. */
+  /**
+   * After a restart: uploads cut short go again (see docs/daemon.md), stability is checked anew. On
+   * a full disk this waits for the pause to end (uploads cut short are then redone the same way).
+   */
   recover() {
+    try {
+      this.recoverRows();
+    } catch (error) {
+      if (!this.run.diskFull(error)) throw error;
+    }
+  }
+
+  private recoverRows() {
     const { db, log } = this.deps;
     for (const state of RESTARTED_STATES) {
       for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {

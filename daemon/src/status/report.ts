@@ -14,6 +14,8 @@ import {
   type StatusSnapshot,
 } from './read-model.ts';
 import { StateDb } from '../store/state.ts';
+import { stateDbSpace } from '../common/disk.ts';
+import { isDiskFull } from '../engine/disk-space.ts';
 
 export const STATUS_SCHEMA = 'docex-sync.status/1';
 
@@ -24,7 +26,7 @@ export type CliStatus = {
 
 export function cliStatus(config: StatusConfig & ConfigSlice<'state_db'>, now = Date.now): CliStatus {
   const exists = existsSync(config.state_db);
-  const db = new StateDb(exists ? config.state_db : ':memory:');
+  const db = exists ? openForStatus(config) : new StateDb(':memory:');
   try {
     return {
       schema: STATUS_SCHEMA,
@@ -111,4 +113,15 @@ export function renderStatus(s: CliStatus): string {
       lines.push(`  ${p.at}  ${p.status}, ${p.documents} document(s)${p.error ? `: ${p.error}` : ''}`);
   }
   return lines.join('\n');
+}
+
+/** The state DB; on a disk too full to open it, a copy read into memory (health then says the disk is full). */
+function openForStatus(config: StatusConfig): StateDb {
+  try {
+    return new StateDb(config.state_db);
+  } catch (error) {
+    const space = stateDbSpace(config);
+    if (!space || !isDiskFull(error, space)) throw error;
+    return StateDb.copyOf(config.state_db);
+  }
 }

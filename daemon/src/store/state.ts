@@ -10,7 +10,7 @@
  * pipeline calls it before every side effect that must follow a durable state (an upload).
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { StateDbUnusableError } from '../common/exit.ts';
@@ -252,10 +252,11 @@ export class StateDb {
   private dataVersion: number | undefined;
   private commitFailed: ((error: unknown) => boolean) | undefined;
 
-  constructor(path: string) {
-    mkdirSync(dirname(path), { recursive: true });
+  /** `bytes`: an in-memory copy of the DB at `path` (copyOf), nothing opened on disk. */
+  constructor(path: string, bytes?: Buffer) {
+    if (!bytes) mkdirSync(dirname(path), { recursive: true });
     this.path = path;
-    this.db = new Database(path);
+    this.db = new Database(bytes ?? path);
     try {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
@@ -266,6 +267,18 @@ export class StateDb {
       this.db.close();
       throw unusable(path, error);
     }
+  }
+
+  /**
+   * The DB at `path` read into memory, for reading only: `status` on a disk so full that SQLite
+   * cannot open the DB (no room for its -shm file). What a -wal file holds is not in it; a DB left
+   * by a stopped daemon has none (its last close checkpointed it). The header is marked as not WAL,
+   * which is what an in-memory copy can open.
+   */
+  static copyOf(path: string): StateDb {
+    const bytes = readFileSync(path);
+    if (bytes.length > 19) bytes[18] = bytes[19] = 1;
+    return new StateDb(path, bytes);
   }
 
   /** Marks a row as being worked on by this process (in memory: a restart starts clean). */

@@ -172,6 +172,55 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     startMs * 200 + 60_000,
   );
 
+  it('a run started on a full disk starts paused (no exit), and resumes when space returns', async () => {
+    const w = await makeWorld({ extraYaml: 'state_db_min_free_mb: 1' });
+    world = w;
+    const stateDir = join(w.dir, 'state');
+    await mkdir(stateDir);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
+    mounts.push(stateDir);
+    const cleanup = w.cleanup.bind(w);
+    w.cleanup = async () => {
+      stopCliChildren();
+      spawnSync('umount', ['-l', stateDir]);
+      await cleanup();
+    };
+    // A first run makes the DB and processes a file; then the disk fills while it is stopped.
+    const first = runCli(['run', '--config', w.configFile]);
+    await until('running', () => first.output().includes('docex-sync running'));
+    await writeFile(join(w.dir, 'inbox', 's0.txt'), invoice('S-0'));
+    await until('s0.txt archived', async () => (await readdir(join(w.dir, 'processed'))).includes('s0.txt'));
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const filler = join(stateDir, 'filler');
+    await writeFile(filler, Buffer.alloc(16 * MIB)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOSPC') throw error;
+    });
+    await writeFile(join(w.dir, 'inbox', 's1.txt'), invoice('S-1'));
+
+    const run = runCli(['run', '--config', w.configFile]);
+    await until(
+      'the pause logged',
+      () => run.output().includes('work is paused') || run.child.exitCode !== null,
+    );
+    console.info(`a run started on a full disk printed:\n${run.output().trim()}`);
+    expect(run.child.exitCode).toBeNull();
+    const status = runCli(['status', '--config', w.configFile]);
+    const code = await status.exited;
+    console.info(`status printed:\n${status.output().trim()}`);
+    expect(code).toBe(6);
+    // Read from a copy in memory (SQLite cannot open the DB on this disk): the counts are true.
+    expect(status.output()).toContain('  archived    1\n');
+    expect(unmeasured(status.output())).toContain(
+      `Failing:\n  the filesystem of the state DB ${join(stateDir, 'sync.db')} has X MiB free, below state_db_min_free_mb (1.0 MiB): work is paused;`,
+    );
+    await rm(filler);
+    await until('s1.txt archived', async () => (await readdir(join(w.dir, 'processed'))).includes('s1.txt'));
+    expect(w.emulator.stats().uploadsByHash[sha(invoice('S-1'))]).toBe(1);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+  });
+
   it('an upload whose task id cannot be stored (the commit fails for lack of room) keeps the id and stores it on resume: sent once', async () => {
     const w = await makeWorld({ extraYaml: 'state_db_min_free_mb: 1' });
     world = w;
