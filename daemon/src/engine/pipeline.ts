@@ -324,7 +324,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   async stop() {
     await this.scheduler.stop({ kinds: ['poll'], ms: POLL_GRACE_MS });
     this.stopped = true;
-    this.deps.db.flush();
+    try {
+      this.deps.db.flush();
+    } catch (error) {
+      // On a full disk the last batch is rolled back: the next start redoes it from the DB's state.
+      if (!this.run.diskFull(error)) throw error;
+    }
   }
 
   /** When the scheduler's one timer fires next; undefined when it has nothing to wait for. */

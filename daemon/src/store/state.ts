@@ -326,7 +326,7 @@ export class StateDb {
   }
 
   close() {
-    this.flush();
+    this.commit(false); // a commit that fails for lack of room is rolled back: the DB keeps the state before it
     this.db.close();
     if (this.lock) {
       this.lock.exec('ROLLBACK');

@@ -149,9 +149,15 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
       expect(w.emulator.stats().uploadsByHash[sha(invoice('D-1'))]).toBeUndefined();
       expect(run.child.exitCode).toBeNull();
 
+      // A stop while paused is clean (exit 0), and the next run starts paused where this one was.
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      const again = runCli(['run', '--config', w.configFile]);
+      await until('paused again', () => again.output().includes('work is paused'));
+
       await rm(filler);
       await until('the resume logged', () =>
-        run.output().includes('the state DB has room again: work resumes'),
+        again.output().includes('the state DB has room again: work resumes'),
       );
       await until('all four archived', async () => {
         const done = await readdir(join(w.dir, 'processed'));
@@ -160,14 +166,20 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
       const uploads = w.emulator.stats().uploadsByHash;
       expect(names.map((_, i) => uploads[sha(invoice(`D-${i + 1}`))])).toEqual([1, 1, 1, 1]);
       expect(await readdir(join(w.dir, 'failed'))).toEqual([]);
-      const lines = run.output().split('\n');
-      expect(lines.filter((l) => l.includes('work is paused'))).toHaveLength(1);
-      expect(lines.filter((l) => l.includes('room again'))).toHaveLength(1);
-      expect(run.output()).not.toContain('SqliteError');
+      for (const output of [run.output(), again.output()]) {
+        expect(output.split('\n').filter((l) => l.includes('work is paused'))).toHaveLength(1);
+        expect(output).not.toContain('SqliteError');
+      }
+      expect(
+        again
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('room again')),
+      ).toHaveLength(1);
       const after = runCli(['status', '--config', w.configFile]);
       expect(await after.exited).toBe(0);
-      run.child.kill('SIGTERM');
-      expect(await run.exited).toBe(0);
+      again.child.kill('SIGTERM');
+      expect(await again.exited).toBe(0);
     },
     startMs * 200 + 60_000,
   );
