@@ -65,6 +65,37 @@ afterAll(() => {
 });
 
 /**
+ * A world whose state folder is an 8 MiB tmpfs (unmounted by its cleanup, before the folder is
+ * removed, and by afterAll if a test failed first), and a filler taking all its room or all but
+ * `leftBytes`.
+ */
+async function tmpfsWorld(extraYaml: string) {
+  const w = await makeWorld({ extraYaml: `state_db_min_free_mb: 1\n${extraYaml}` });
+  world = w;
+  const stateDir = join(w.dir, 'state');
+  await mkdir(stateDir);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
+  mounts.push(stateDir);
+  const cleanup = w.cleanup.bind(w);
+  w.cleanup = async () => {
+    stopCliChildren();
+    spawnSync('umount', ['-l', stateDir]); // detached now; a daemon's open files close on its stop
+    await cleanup();
+  };
+  const filler = join(stateDir, 'filler');
+  const free = () => statfsSync(stateDir).bavail * statfsSync(stateDir).bsize;
+  const fill = async (leftBytes = 0) => {
+    await writeFile(filler, Buffer.alloc(leftBytes === 0 ? 16 * MIB : free() - leftBytes)).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOSPC') throw error;
+      },
+    );
+    expect(free()).toBeLessThanOrEqual(leftBytes);
+  };
+  return { w, stateDir, dbPath: join(stateDir, 'sync.db'), fill, unfill: () => rm(filler) };
+}
+
+/**
  * `full`: no byte left, so a write fails (SQLITE_FULL) before or as the check sees it: a pause, not
  * a crash. `low`: half a MiB left, below state_db_min_free_mb (1 MiB): the check before the
  * scheduler's pump pauses work before any write fails.
@@ -79,20 +110,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     'room $room: pauses work with a failing status naming the path and what to do, and resumes when space returns, each file uploaded once',
     async ({ room, leftBytes }) => {
       const port = await freePort();
-      const w = await makeWorld({ extraYaml: `state_db_min_free_mb: 1\nhttp: { port: ${port} }` });
-      world = w;
-      const stateDir = join(w.dir, 'state');
-      await mkdir(stateDir);
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
-      mounts.push(stateDir);
-      // world.cleanup removes the folder: unmount first (afterEach runs before afterAll).
-      const cleanup = w.cleanup.bind(w);
-      w.cleanup = async () => {
-        stopCliChildren();
-        spawnSync('umount', ['-l', stateDir]);
-        await cleanup();
-      };
-      const dbPath = join(stateDir, 'sync.db');
+      const { w, dbPath, fill, unfill } = await tmpfsWorld(`http: { port: ${port} }`);
 
       const run = runCli(['run', '--config', w.configFile]);
       await until('running', () => run.output().includes('docex-sync running'));
@@ -101,14 +119,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
         (await readdir(join(w.dir, 'processed'))).includes('before.txt'),
       );
 
-      const filler = join(stateDir, 'filler');
-      const free = () => statfsSync(stateDir).bavail * statfsSync(stateDir).bsize;
-      await writeFile(filler, Buffer.alloc(room === 'full' ? 16 * MIB : free() - leftBytes)).catch(
-        (error: NodeJS.ErrnoException) => {
-          if (error.code !== 'ENOSPC') throw error;
-        },
-      );
-      expect(free()).toBeLessThanOrEqual(leftBytes);
+      await fill(leftBytes);
 
       const names = ['d1.txt', 'd2.txt', 'd3.txt', 'd4.txt'];
       for (const [i, n] of names.entries()) await writeFile(join(w.dir, 'inbox', n), invoice(`D-${i + 1}`));
@@ -155,7 +166,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
       const again = runCli(['run', '--config', w.configFile]);
       await until('paused again', () => again.output().includes('work is paused'));
 
-      await rm(filler);
+      await unfill();
       await until('the resume logged', () =>
         again.output().includes('the state DB has room again: work resumes'),
       );
@@ -185,18 +196,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
   );
 
   it('a run started on a full disk starts paused (no exit), and resumes when space returns', async () => {
-    const w = await makeWorld({ extraYaml: 'state_db_min_free_mb: 1' });
-    world = w;
-    const stateDir = join(w.dir, 'state');
-    await mkdir(stateDir);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
-    mounts.push(stateDir);
-    const cleanup = w.cleanup.bind(w);
-    w.cleanup = async () => {
-      stopCliChildren();
-      spawnSync('umount', ['-l', stateDir]);
-      await cleanup();
-    };
+    const { w, dbPath, fill, unfill } = await tmpfsWorld('');
     // A first run makes the DB and processes a file; then the disk fills while it is stopped.
     const first = runCli(['run', '--config', w.configFile]);
     await until('running', () => first.output().includes('docex-sync running'));
@@ -204,10 +204,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     await until('s0.txt archived', async () => (await readdir(join(w.dir, 'processed'))).includes('s0.txt'));
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-    const filler = join(stateDir, 'filler');
-    await writeFile(filler, Buffer.alloc(16 * MIB)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOSPC') throw error;
-    });
+    await fill();
     await writeFile(join(w.dir, 'inbox', 's1.txt'), invoice('S-1'));
 
     const run = runCli(['run', '--config', w.configFile]);
@@ -224,9 +221,9 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     // Read from a copy in memory (SQLite cannot open the DB on this disk): the counts are true.
     expect(status.output()).toContain('  archived    1\n');
     expect(unmeasured(status.output())).toContain(
-      `Failing:\n  the filesystem of the state DB ${join(stateDir, 'sync.db')} has X MiB free, below state_db_min_free_mb (1.0 MiB): work is paused;`,
+      `Failing:\n  the filesystem of the state DB ${dbPath} has X MiB free, below state_db_min_free_mb (1.0 MiB): work is paused;`,
     );
-    await rm(filler);
+    await unfill();
     await until('s1.txt archived', async () => (await readdir(join(w.dir, 'processed'))).includes('s1.txt'));
     expect(w.emulator.stats().uploadsByHash[sha(invoice('S-1'))]).toBe(1);
     run.child.kill('SIGTERM');
@@ -234,17 +231,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
   });
 
   it('an upload whose task id cannot be stored (the commit fails for lack of room) keeps the id and stores it on resume: sent once', async () => {
-    const w = await makeWorld({ extraYaml: 'state_db_min_free_mb: 1' });
-    world = w;
-    const stateDir = join(w.dir, 'state');
-    await mkdir(stateDir);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', stateDir]);
-    mounts.push(stateDir);
-    const cleanup = w.cleanup.bind(w);
-    w.cleanup = async () => {
-      spawnSync('umount', ['-l', stateDir]); // detached now; the daemon's open files close on stop
-      await cleanup();
-    };
+    const { w, stateDir } = await tmpfsWorld('');
     // Freed to make room again (the pause waits for more room than when the write failed).
     const ballast = join(stateDir, 'ballast');
     await writeFile(ballast, Buffer.alloc(MIB));
