@@ -9,6 +9,8 @@
  *
  * With DOCEX_BENCH_SOAK_SNAPSHOTS=DIR the child writes a V8 heap snapshot to DIR at the end of the
  * warm-up and at the end of the drop (compare the two in Chrome DevTools' Memory tab, "Comparison").
+ * Writing a snapshot lifts RSS for good (by ~60 MB in a run of 2026-11-25), so a run with snapshots
+ * tells what the heap keeps; its RSS slope means nothing.
  *
  *   DOCEX_BENCH_SOAK_MIN=10 npm run bench soak
  */
