@@ -15,7 +15,7 @@
  *   DOCEX_BENCH_SOAK_MIN=10 npm run bench soak
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +41,12 @@ interface Sample {
   fds: number;
   archived: number;
   failed: number;
+  /** V8's committed heap (used plus free pages it keeps). */
+  heapTotalMb: number;
+  /** From /proc/self/smaps_rollup: anonymous memory (V8, malloc) and file-backed or shared pages (code, the SQLite -shm). */
+  anonMb: number;
+  fileMb: number;
+  shmemMb: number;
 }
 
 type ToChild = { kind: 'snapshot'; name: string } | { kind: 'stop' };
@@ -66,12 +72,17 @@ async function child(configFile: string) {
   const sample = () => {
     const memory = process.memoryUsage();
     const counts = running.db.counts();
+    const rollup = smapsRollup();
     send({
       kind: 'sample',
       sample: {
         rssMb: memory.rss / MB,
         heapUsedMb: memory.heapUsed / MB,
+        heapTotalMb: memory.heapTotal / MB,
         externalMb: memory.external / MB,
+        anonMb: (rollup.Anonymous ?? NaN) / 1024,
+        fileMb: (rollup.Pss_File ?? NaN) / 1024,
+        shmemMb: (rollup.Pss_Shmem ?? NaN) / 1024,
         fds: readdirSync('/proc/self/fd').length,
         archived: counts.archived,
         failed: counts.failed,
@@ -92,6 +103,19 @@ async function child(configFile: string) {
 }
 
 if (process.env.DOCEX_BENCH_SOAK_CONFIG && process.send) await child(process.env.DOCEX_BENCH_SOAK_CONFIG);
+
+/** The kB figures of /proc/self/smaps_rollup (Linux), by name; empty elsewhere. */
+function smapsRollup(): Record<string, number> {
+  let text = '';
+  try {
+    text = readFileSync('/proc/self/smaps_rollup', 'utf8');
+  } catch {
+    return {};
+  }
+  const figures: Record<string, number> = {};
+  for (const [, name, kb] of text.matchAll(/^(\w+):\s+(\d+) kB$/gm)) figures[name!] = Number(kb);
+  return figures;
+}
 
 /** Least-squares slope of y over x. */
 function slope(points: Array<[number, number]>): number {
@@ -170,8 +194,13 @@ export default async function soakBench(): Promise<BenchRow[]> {
     let started = performance.now();
     const elapsed = () => (performance.now() - started) / 1000;
     const snapshotsWritten: string[] = [];
+    // DOCEX_BENCH_SOAK_SAMPLES=FILE keeps every sample as a JSON line, to see where memory goes.
+    const samplesFile = process.env.DOCEX_BENCH_SOAK_SAMPLES;
     daemonProcess.on('message', (m: FromChild) => {
-      if (m.kind === 'sample') samples.push({ t: elapsed(), ...m.sample });
+      if (m.kind === 'sample') {
+        samples.push({ t: elapsed(), ...m.sample });
+        if (samplesFile) appendFileSync(samplesFile, `${JSON.stringify(samples.at(-1))}\n`);
+      }
       else snapshotsWritten.push(m.file);
     });
     await new Promise<void>((resolve, reject) => {
@@ -212,7 +241,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
         const s = samples.at(-1);
         if (s)
           process.stderr.write(
-            `soak: ${Math.round(elapsed() / 60)} min, ${dropped} dropped, ${s.archived} archived, ${s.failed} failed, RSS ${s.rssMb.toFixed(1)} MB, heap ${s.heapUsedMb.toFixed(1)} MB, ${s.fds} fds\n`,
+            `soak: ${Math.round(elapsed() / 60)} min, ${dropped} dropped, ${s.archived} archived, ${s.failed} failed, RSS ${s.rssMb.toFixed(1)} MB (anon ${s.anonMb.toFixed(1)}, file ${s.fileMb.toFixed(1)}, shmem ${s.shmemMb.toFixed(1)}), heap ${s.heapUsedMb.toFixed(1)} of ${s.heapTotalMb.toFixed(1)} MB, ${s.fds} fds\n`,
           );
       }
       await delay(1000 / RATE);
@@ -252,6 +281,21 @@ export default async function soakBench(): Promise<BenchRow[]> {
         note: 'goal < 0.5',
       },
       { measure: 'heap used slope, same window', value: heapSlope, unit: 'MB/min' },
+      {
+        measure: 'V8 heap committed slope, same window',
+        value: slope(measured.map((s) => [s.t / 60, s.heapTotalMb])),
+        unit: 'MB/min',
+      },
+      {
+        measure: 'anonymous memory slope (V8, malloc), same window',
+        value: slope(measured.map((s) => [s.t / 60, s.anonMb])),
+        unit: 'MB/min',
+      },
+      {
+        measure: 'file-backed + shared memory slope (code, SQLite -shm), same window',
+        value: slope(measured.map((s) => [s.t / 60, s.fileMb + s.shmemMb])),
+        unit: 'MB/min',
+      },
       { measure: 'external memory (buffers) slope, same window', value: externalSlope, unit: 'MB/min' },
       { measure: 'open fds slope, same window', value: fdSlope, unit: 'fds/min', note: 'goal 0' },
       { measure: 'RSS at the end of the warm-up', value: first.rssMb, unit: 'MB' },

@@ -40,15 +40,18 @@ export async function until<T>(
 export function ensureDebianPackage(pkg: string, present: () => boolean): void {
   if (present()) return;
   process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
+  // Test files run in parallel and several install packages on a fresh machine: each apt-get waits
+  // for another's dpkg lock instead of failing on it.
+  const wait = ['-o', 'DPkg::Lock::Timeout=600'];
   const install = () =>
-    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], {
+    spawnSync('apt-get', [...wait, 'install', '-y', '--no-install-recommends', pkg], {
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
     });
   let result = install();
   if (result.status !== 0) {
-    spawnSync('apt-get', ['update'], { stdio: 'ignore' });
+    spawnSync('apt-get', [...wait, 'update'], { stdio: 'ignore' });
     result = install();
   }
   if (result.status !== 0 || !present())
