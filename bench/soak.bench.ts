@@ -200,8 +200,7 @@ export default async function soakBench(): Promise<BenchRow[]> {
       if (m.kind === 'sample') {
         samples.push({ t: elapsed(), ...m.sample });
         if (samplesFile) appendFileSync(samplesFile, `${JSON.stringify(samples.at(-1))}\n`);
-      }
-      else snapshotsWritten.push(m.file);
+      } else snapshotsWritten.push(m.file);
     });
     await new Promise<void>((resolve, reject) => {
       daemonProcess.once('message', () => resolve());

@@ -239,6 +239,16 @@ function unusable(path: string, error: unknown): unknown {
   );
 }
 
+/**
+ * SQLite's page cache for the state DB, in KiB. better-sqlite3 builds SQLite with 16 MB per
+ * connection (SQLITE_DEFAULT_CACHE_SIZE=-16000), and a daemon's DB grows by about 0.7 KB per file
+ * it ever saw, so its RSS crept up until the DB passed 16 MB (weeks for a quiet office, an hour at
+ * 8 files/s): a bounded cache that looked like a leak (docs/daemon.md, "Memory over time"). 2 MB
+ * (SQLite's own default) holds what is hot: the due-work index and recent rows; the rest is read
+ * from the OS page cache, which the kernel can reclaim.
+ */
+export const PAGE_CACHE_KIB = 2048;
+
 export class StateDb {
   readonly db: Database.Database;
   readonly path: string;
@@ -262,6 +272,7 @@ export class StateDb {
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('busy_timeout = 5000');
       this.db.pragma('temp_store = MEMORY');
+      this.db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
       this.migrate();
     } catch (error) {
       this.db.close();
