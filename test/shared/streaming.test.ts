@@ -5,7 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
-import { open, readdir, readFile, rm, stat, mkdtemp, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat, mkdtemp, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -263,6 +263,32 @@ describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way close
       const error = await caught(upload);
       expect(error).toBeInstanceOf(ErrorClass);
       // Not eventually: by the time the caller hears of the failure, the file is closed.
+      expect(handlesOn(path)).toBe(0);
+    } finally {
+      await server.close();
+      await rm(path, { force: true });
+    }
+  });
+
+  // The writer reads the next chunk while the socket takes the one before: a read that fails (here: a
+  // file cut short under it) must still fail the upload, with the file closed and nothing unhandled.
+  test('the file shrinks while it is sent', { timeout: 20_000 }, async () => {
+    const path = join(dir, 'half-shrinks.pdf');
+    await writeFile(path, Buffer.alloc(32 * MB, 1));
+    let cut: Promise<void> | undefined;
+    const server = await localServer((req) => {
+      req.once('data', () => {
+        req.pause();
+        cut = truncate(path, MB).then(() => void req.resume());
+      });
+    });
+    try {
+      const client = nodeClient({ baseUrl: server.url });
+      const error = await caught(client.uploadFile({ files: [{ path }] }));
+      expect(error).toBeInstanceOf(DocexConnectionError);
+      expect((error as Error).message).toMatch(/shrank while it was being uploaded/);
+      // truncate() holds a handle of its own until its promise settles, which may be after the failure.
+      await cut;
       expect(handlesOn(path)).toBe(0);
     } finally {
       await server.close();

@@ -1,8 +1,5 @@
 /** The client for Node programs (daemon, scripts, tests): got + p-queue transport and real timers. */
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { pipeline } from 'node:stream/promises';
-import { Readable } from 'node:stream';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { DocexClient, type BinaryResult, type ClientOptions } from '../core/client.ts';
@@ -70,24 +67,70 @@ export function createNodeClient(options: NodeClientOptions): DocexClient & { tr
   return Object.assign(new DocexClient(clientOptions), { transport });
 }
 
-/** Streams a download to `path` atomically (temp file + rename); returns the bytes written. */
+/** Chunks gathered into one write while the previous one is under way. */
+const SAVE_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Streams a download to `path` atomically (temp file + rename); returns the bytes written.
+ *
+ * The chunks (~64 KB socket reads) are gathered into writes of ~256 KiB, one write in flight while
+ * the next batch is read: a write stream writes each chunk on its own and stops reading until it is
+ * on disk, which left the download waiting for the thread pool between every 64 KB (and its stream
+ * layers cost more CPU than the writes). 256 KiB measured faster than 128 KiB and 1 MiB (1 MiB
+ * also peaked ~5 MB higher). At most ~600 KB are held.
+ */
 export async function saveBinary(result: BinaryResult, path: string): Promise<number> {
   const temp = `${path}.${randomBytes(6).toString('hex')}.part`;
   let bytes = 0;
-  const counted = Readable.from(
-    (async function* () {
-      for await (const chunk of result.body) {
-        bytes += chunk.byteLength;
-        yield chunk;
-      }
-    })(),
-  );
+  const handle = await open(temp, 'wx');
+  let closed = false;
   try {
-    await pipeline(counted, createWriteStream(temp, { flags: 'wx' }));
+    let writing: Promise<void> = Promise.resolve();
+    let failure: { error: unknown } | undefined;
+    let batch: Uint8Array[] = [];
+    let batchBytes = 0;
+    const flush = async () => {
+      await writing;
+      if (failure) throw failure.error;
+      const buffers = batch;
+      batch = [];
+      batchBytes = 0;
+      // Caught here and rethrown at the next flush, so a failed write is never an unhandled rejection.
+      writing = writeAll(handle, buffers).catch((error: unknown) => void (failure = { error }));
+    };
+    for await (const chunk of result.body) {
+      bytes += chunk.byteLength;
+      batch.push(chunk);
+      batchBytes += chunk.byteLength;
+      if (batchBytes >= SAVE_BATCH_BYTES) await flush();
+    }
+    await flush();
+    await writing;
+    if (failure) throw failure.error;
+    closed = true;
+    await handle.close();
     await rename(temp, path);
   } catch (error) {
+    if (!closed) await handle.close().catch(() => {});
     await rm(temp, { force: true });
     throw error;
   }
   return bytes;
+}
+
+/** All of `buffers`, however many calls it takes (a write may take only part of them). */
+async function writeAll(handle: FileHandle, buffers: Uint8Array[]): Promise<void> {
+  let left = buffers;
+  while (left.length > 0) {
+    let { bytesWritten } = await handle.writev(left);
+    const rest: Uint8Array[] = [];
+    for (const buffer of left) {
+      if (bytesWritten >= buffer.byteLength) bytesWritten -= buffer.byteLength;
+      else {
+        rest.push(bytesWritten > 0 ? buffer.subarray(bytesWritten) : buffer);
+        bytesWritten = 0;
+      }
+    }
+    left = rest;
+  }
 }
