@@ -1,8 +1,9 @@
 /**
  * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
- *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), one ESM bundle each
- *           with their dependencies in it but the three of DAEMON_EXTERNAL
+ *   daemon  daemon/dist/cli.js (docex-sync) and daemon/dist/docex.js (docex), small ESM entries, and
+ *           daemon/dist/chunks/, the code they import on demand (split by esbuild), with the
+ *           dependencies in them but the three of DAEMON_EXTERNAL
  */
 import { build, type Plugin } from 'esbuild';
 import { isBuiltin } from 'node:module';
@@ -14,7 +15,8 @@ import { existsSync } from 'node:fs';
  * its package), and yaml and node-cron, which common/lazy.ts requires on first use (through
  * createRequire, which esbuild does not follow) so that commands that need neither never load them.
  * Everything else (got, p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
- * the bundle: one file to read and compile per binary instead of hundreds of modules to resolve.
+ * the bundle's chunks: a few files to read and compile per command instead of hundreds of modules
+ * to resolve.
  */
 const DAEMON_EXTERNAL = ['better-sqlite3', 'yaml', 'node-cron'];
 
@@ -73,12 +75,20 @@ const targets: Record<string, () => Promise<void>> = {
   },
   async daemon() {
     const { mainHelp } = await import('../daemon/src/docex-cli/commands.ts');
+    // Chunk names carry a content hash: a fresh folder, or the package would ship stale chunks.
+    await rm('daemon/dist', { recursive: true, force: true });
     await mkdir('daemon/dist', { recursive: true });
     await build({
-      // docex-sync and docex, the two binaries of the package; shared code is bundled into each.
+      // docex-sync and docex, the two binaries of the package. Split: each entry holds only what
+      // --version, --help and the choice of a command need; every dynamic import() of the sources
+      // (a command's file, the client, the store, ...) is a chunk of its own, and code that several
+      // of them share is a shared chunk, so a start reads and compiles only the code it runs
+      // (docs/cli.md, "Start-up"; docs/decisions.md).
       entryPoints: { cli: 'daemon/src/commands/docex-sync.ts', docex: 'daemon/src/docex-cli/docex.ts' },
       outdir: 'daemon/dist',
       bundle: true,
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
       platform: 'node',
       target: 'node22',
       format: 'esm',
@@ -86,7 +96,8 @@ const targets: Record<string, () => Promise<void>> = {
       plugins: [lazyImports(DAEMON_EXTERNAL)],
       minifyWhitespace: true,
       minifySyntax: true,
-      // CommonJS packages in an ES module bundle call require() for Node's built-ins.
+      // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every
+      // output file: esbuild puts the banner on each chunk too).
       banner: {
         js: "import { createRequire as __docexCreateRequire } from 'node:module'; const require = __docexCreateRequire(import.meta.url);",
       },
