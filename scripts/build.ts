@@ -6,7 +6,7 @@
  *           dependencies in them but the three of DAEMON_EXTERNAL
  */
 import { build, type Plugin } from 'esbuild';
-import { isBuiltin } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 
@@ -27,6 +27,32 @@ const DAEMON_EXTERNAL = ['better-sqlite3', 'yaml', 'node-cron'];
  * stream/web, SQLite's addon, ...), even for `--version`. Imported through a one-line CommonJS
  * module instead, it is required when the module that imports it first runs.
  */
+/**
+ * Built-ins that are costly to load (http2 takes longer than all the rest of the client's built-ins
+ * together, dns initialises its resolver binding) and that got imports at the top of its modules but
+ * uses only for some requests (HTTP/2, a host name to resolve): the module that imports one gets an
+ * object of getters, one per export (names taken from the built-in at build time), which requires
+ * the built-in when the first is read. The exports named beside it are copied in at build time
+ * instead: http2's `constants` (protocol numbers and header names of RFC 9113, the same in every
+ * Node), which got destructures when its module is evaluated. Only built-ins whose exports the
+ * bundled code reads, never assigns (zlib stays eager: got tests for a zstd decoder at import).
+ */
+const LAZY_PROPERTIES = new Map<string, string[]>([
+  ['http2', ['constants']],
+  ['dns', []],
+]);
+
+const lazyProperties = (path: string, copied: string[]) => {
+  const builtin = createRequire(import.meta.url)(path) as Record<string, unknown>;
+  const props = Object.getOwnPropertyNames(builtin).map((n) =>
+    copied.includes(n)
+      ? `${JSON.stringify(n)}: { value: ${JSON.stringify(builtin[n])}, enumerable: true }`
+      : `${JSON.stringify(n)}: { get: function () { return load()[${JSON.stringify(n)}]; }, enumerable: true }`,
+  );
+  return `var m; function load() { return m || (m = require(${JSON.stringify(path)})); }
+module.exports = Object.defineProperties({}, { ${props.join(',\n')} });`;
+};
+
 const lazyImports = (external: string[]): Plugin => ({
   name: 'lazy-imports',
   setup(build) {
@@ -38,7 +64,9 @@ const lazyImports = (external: string[]): Plugin => ({
         : undefined,
     );
     build.onLoad({ filter: /.*/, namespace: 'lazy-import' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      contents: LAZY_PROPERTIES.has(args.path.replace(/^node:/, ''))
+        ? lazyProperties(args.path, LAZY_PROPERTIES.get(args.path.replace(/^node:/, ''))!)
+        : `module.exports = require(${JSON.stringify(args.path)});`,
       loader: 'js',
     }));
   },
