@@ -1,10 +1,11 @@
 // Node's compile cache for the installed commands: V8 keeps the compiled code of the bundle in a
 // folder of the user's cache, so later starts skip most of the parsing and compiling (docs/cli.md,
 // "Start-up"). Never fatal and never slow: without module.enableCompileCache (Node before 22.1),
-// with NODE_DISABLE_COMPILE_CACHE set, or when the user's cache folder is missing or not writable,
-// the command starts without it. (The folder is checked first because Node's recursive mkdir can
-// spin forever on some paths, e.g. under /proc.) NODE_COMPILE_CACHE, when set, names the folder.
-import { accessSync, constants } from 'node:fs';
+// with NODE_DISABLE_COMPILE_CACHE set, or when the user's cache folder cannot be made or is not
+// writable, the command starts without it. A missing cache folder (XDG_CACHE_HOME or ~/.cache) is
+// made, as the XDG spec asks, but only when its parent exists: Node's recursive mkdir can spin
+// forever on some paths, e.g. under /proc. NODE_COMPILE_CACHE, when set, names the folder.
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import module from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ export function enableCompileCache() {
   try {
     if (process.env.NODE_COMPILE_CACHE) return; // Node enabled it at start, in that folder
     var base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+    if (!existsSync(base)) mkdirSync(base, { mode: 448 }); // 0700, not recursive
     accessSync(base, constants.W_OK);
     module.enableCompileCache(join(base, 'docex-sync', 'compile-cache'));
   } catch {
