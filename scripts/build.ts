@@ -5,7 +5,7 @@
  *           imports on demand (split by esbuild); daemon/dist/docex.js (docex), one ESM bundle;
  *           their dependencies inside but the three of DAEMON_EXTERNAL
  */
-import { build, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -106,7 +106,7 @@ const targets: Record<string, () => Promise<void>> = {
     // Chunk names carry a content hash: a fresh folder, or the package would ship stale chunks.
     await rm('daemon/dist', { recursive: true, force: true });
     await mkdir('daemon/dist', { recursive: true });
-    const common = {
+    const common: BuildOptions = {
       outdir: 'daemon/dist',
       bundle: true,
       platform: 'node',
@@ -122,7 +122,7 @@ const targets: Record<string, () => Promise<void>> = {
         js: "import { createRequire as __docexCreateRequire } from 'node:module'; const require = __docexCreateRequire(import.meta.url);",
       },
       logLevel: 'warning',
-    } as const;
+    };
     // docex-sync: split. The entry holds only what --version, --help and the choice of a command
     // need; every dynamic import() of the sources (a command's file, the client, the store, the
     // mail intake, ...) is a chunk, and code several of them share a shared chunk, so

@@ -126,7 +126,7 @@ describe('the shipped bundles', () => {
 
   it('make a missing cache folder (XDG_CACHE_HOME) and keep the compile cache in it', () => {
     const cache = join(dir, 'fresh-cache');
-    const env = { ...process.env, XDG_CACHE_HOME: cache };
+    const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: cache };
     delete env.NODE_COMPILE_CACHE;
     delete env.NODE_DISABLE_COMPILE_CACHE;
     execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--version'], { cwd: repo, env });
