@@ -7,7 +7,7 @@
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +124,24 @@ describe('the shipped bundles', () => {
     execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
   }, 120_000);
 
+  it('make a missing cache folder (XDG_CACHE_HOME) and keep the compile cache in it', () => {
+    const cache = join(dir, 'fresh-cache');
+    const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: cache };
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--version'], { cwd: repo, env });
+    expect(readdirSync(join(cache, 'docex-sync', 'compile-cache')).length).toBeGreaterThan(0);
+    // Only the last folder is made: a cache folder whose parent is missing means no cache.
+    const deeper = join(dir, 'missing', 'cache');
+    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', '--version'], {
+      cwd: repo,
+      env: { ...env, XDG_CACHE_HOME: deeper },
+      encoding: 'utf8',
+    });
+    expect(output).toMatch(/^docex \d/);
+    expect(existsSync(deeper)).toBe(false);
+  });
+
   for (const [command, bin] of [
     ['docex-sync', 'daemon/bin/docex-sync.js'],
     ['docex', 'daemon/bin/docex.js'],
@@ -133,7 +151,7 @@ describe('the shipped bundles', () => {
         const { stdout, modules } = loaded(bin, [flag]);
         expect(stdout.length).toBeGreaterThan(10);
         expect(heavy(modules)).toEqual([]);
-        // The bundle is one file: besides the bin's own files, nothing of the package is read.
+        // Besides the bin's own files, only the entry and the chunks it imports statically.
         expect(
           modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
         ).toEqual(
@@ -143,9 +161,9 @@ describe('the shipped bundles', () => {
             'bin/compile-cache.js',
           ]),
         );
-        expect(modules.filter((m) => m.startsWith('file:') && !m.includes('/daemon/bin/'))).toEqual([
-          expect.stringMatching(/\/daemon\/dist\/(cli|docex)\.js$/),
-        ]);
+        const rest = modules.filter((m) => m.startsWith('file:') && !m.includes('/daemon/bin/'));
+        expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
+        expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
       });
     }
   }

@@ -28,7 +28,11 @@ export const processIo = (): Io => ({
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
-  stdin: process.stdin,
+  // Made when a command first reads it: process.stdin opens a stream on fd 0 (for a file, an
+  // fs.ReadStream and with it fs/promises and readline, ~10 ms), which --version never needs.
+  get stdin() {
+    return process.stdin;
+  },
   now: Date.now,
 });
 
