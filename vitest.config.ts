@@ -8,6 +8,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.test.ts'],
           exclude: ['test/contract/**', 'test/e2e/**', '**/node_modules/**'],
+          globalSetup: ['test/support/debian-packages.ts'],
           testTimeout: 20_000,
           hookTimeout: 30_000,
         },

@@ -74,8 +74,13 @@ const greets = (port: number, ca: string) =>
     socket.once('error', () => done(undefined));
   });
 
-export async function startDovecot(options: DovecotOptions = {}): Promise<Dovecot> {
+/** Installs Debian's dovecot when missing (the unit project's global set-up does it before any test). */
+export function ensureDovecotPackage() {
   ensureDebianPackage('dovecot-imapd', () => existsSync(DOVECOT));
+}
+
+export async function startDovecot(options: DovecotOptions = {}): Promise<Dovecot> {
+  ensureDovecotPackage();
   const users = options.users ?? [{ user: 'invoices', password: 'mail-secret-pw' }];
   const dir = await mkdtemp(join(tmpdir(), 'docex-dovecot-'));
   // Mail processes never run as root: as root, mail belongs to the package's `dovecot` user.

@@ -52,7 +52,7 @@ export function makePki(
   dir: string,
   names: { dns: string[]; ips?: string[] } = { dns: [SERVICE_HOST] },
 ): Pki {
-  ensureDebianPackage('openssl', () => onPath('openssl'));
+  ensureOpensslPackage();
   openssl(
     [
       'req',
@@ -146,7 +146,7 @@ export async function startTinyproxy(
     hostsForProxyOnly?: Record<string, string>;
   },
 ): Promise<Tinyproxy> {
-  ensureDebianPackage('tinyproxy', () => onPath('tinyproxy'));
+  ensureTinyproxyPackage();
   const port = await freePort();
   mkdirSync(dir, { recursive: true });
   const logFile = join(dir, 'tinyproxy.log');
@@ -190,7 +190,7 @@ export async function startTinyproxy(
  * so the PID is the command's) in which a copy of /etc/hosts plus `hosts` is bound over the file.
  */
 function startWithOwnHosts(dir: string, hosts: Record<string, string>, command: string[]) {
-  ensureDebianPackage('util-linux', () => onPath('unshare'));
+  ensureUnsharePackage();
   const hostsFile = join(dir, 'hosts');
   const lines = Object.entries(hosts).map(([name, address]) => `${address} ${name}`);
   writeFileSync(hostsFile, `${readFileSync('/etc/hosts', 'utf8')}\n${lines.join('\n')}\n`);
@@ -204,4 +204,15 @@ function startWithOwnHosts(dir: string, hosts: Record<string, string>, command: 
     hostsFile,
     ...command,
   ]);
+}
+
+const ensureOpensslPackage = () => ensureDebianPackage('openssl', () => onPath('openssl'));
+const ensureTinyproxyPackage = () => ensureDebianPackage('tinyproxy', () => onPath('tinyproxy'));
+const ensureUnsharePackage = () => ensureDebianPackage('util-linux', () => onPath('unshare'));
+
+/** Installs every Debian package these helpers start from, when missing (the unit project's global set-up). */
+export function ensureNetworkPackages() {
+  ensureOpensslPackage();
+  ensureTinyproxyPackage();
+  ensureUnsharePackage();
 }
