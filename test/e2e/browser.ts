@@ -22,7 +22,10 @@ export interface Locator {
   first(): Locator;
   nth(index: number): Locator;
   locator(selector: string): Locator;
-  waitFor(options?: { state?: 'visible' | 'attached' | 'hidden'; timeout?: number }): Promise<void>;
+  waitFor(options?: {
+    state?: 'visible' | 'attached' | 'hidden' | 'detached';
+    timeout?: number;
+  }): Promise<void>;
 }
 export interface Page {
   goto(url: string): Promise<unknown>;
