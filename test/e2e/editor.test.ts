@@ -174,7 +174,18 @@ async function openAppEntry() {
     .locator('[data-test-id="node-creator-item-name"]:text-is("Document Extraction")')
     .first()
     .click();
-  await page.locator('[data-test-id="node-creator-action-item"]:visible').first().waitFor();
+  await page
+    .locator('[data-test-id="node-creator-action-item"]:visible')
+    .first()
+    .waitFor()
+    .catch(async (error: Error) => {
+      // What the panel showed says which step did not happen (the click, the panel, its groups).
+      const shown = await page
+        .locator('#app')
+        .innerText()
+        .catch(() => '');
+      throw new Error(`${error.message}\nthe page showed:\n${shown.slice(0, 3000)}`);
+    });
   return await page.locator('#app').innerText();
 }
 

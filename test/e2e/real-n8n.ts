@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 import { packAsDocumented, repo } from './pack.ts';
+import { freePort } from './services.ts';
 
 /** A run's data per node, as `n8n execute --rawOutput` prints it. */
 export type RunData = Record<
@@ -84,6 +85,9 @@ export async function prepareN8n(
     N8N_DIAGNOSTICS_ENABLED: 'false',
     N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
     N8N_RUNNERS_ENABLED: 'false',
+    // `n8n execute` binds its task broker's port even with runners off (default 5679): two test
+    // runs on one machine collided there ("n8n Task Broker's port 5679 is already in use").
+    N8N_RUNNERS_BROKER_PORT: String(await freePort()),
     N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
     N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
     ...extraEnv,
