@@ -144,10 +144,9 @@ const NO_MATCH = 'zq-no-node-matches-this';
  * Types `term` into the panel's search and waits until the list shown is that search's, with the
  * Document Extraction entry in it. The list re-renders a moment after the search changes, and the
  * list of the search before ("docex") holds the same entry, so waiting for the entry alone could
- * return at once: the entries read and the entry clicked next were then the old list's, and a
- * click landing while the new list replaced it hit another node (the first hogged run of
- * 2026-11-26 timed out waiting for the app's actions so). A search that matches nothing empties
- * the list first; the entry that appears after it can only be the new search's.
+ * return at once and the entries read were the old list's (so the second term was never really
+ * checked). A search that matches nothing empties the list first; the entry that appears after it
+ * can only be the new search's.
  */
 async function search(term: string) {
   const bar = page.locator('[data-test-id="node-creator-search-bar"]');
