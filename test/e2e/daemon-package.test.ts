@@ -76,6 +76,7 @@ describe('the docex-sync package from a plain npm pack', () => {
         'CHANGELOG.md',
         'README.md',
         'bin/compile-cache.js',
+        'bin/daemon-heap.js',
         'bin/docex-sync.js',
         'bin/docex.js',
         'bin/require-node.js',
@@ -184,6 +185,17 @@ describe('the docex-sync package from a plain npm pack', () => {
           (await readdir(join(ops, 'processed')).catch((): string[] => [])).includes('scan-001.txt'),
         60_000,
       );
+      // The same process (execve keeps the PID, which is what systemd and Docker watch) now runs
+      // with the young generation capped (daemon/bin/daemon-heap.js).
+      const cmdline = (await readFile(`/proc/${daemon.pid}/cmdline`, 'utf8')).split('\0');
+      expect(cmdline).toContain('--max-semi-space-size=16');
+      expect(cmdline.slice(cmdline.indexOf('--max-semi-space-size=16') + 1)).toEqual([
+        join(prefix, 'bin', 'docex-sync'),
+        'run',
+        '--config',
+        config,
+        '',
+      ]);
     } finally {
       daemon.kill('SIGTERM');
     }
