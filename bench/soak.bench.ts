@@ -24,6 +24,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 import type { BenchRow } from './run.ts';
+import { daemonNodeFlags } from '../test/support/daemon-heap.ts';
 
 const MINUTES = Number(process.env.DOCEX_BENCH_SOAK_MIN ?? 30);
 const RATE = Number(process.env.DOCEX_BENCH_SOAK_RATE ?? 8);
@@ -186,7 +187,9 @@ export default async function soakBench(): Promise<BenchRow[]> {
     const daemonProcess = fork(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, DOCEX_BENCH_SOAK_CONFIG: configFile },
       cwd: dir,
-      execArgv: [],
+      // As the installed `docex-sync run` starts (daemon/bin/daemon-heap.js): young generation
+      // capped, unless NODE_OPTIONS gives a size (e.g. =64 to see Node 24's uncapped growth).
+      execArgv: daemonNodeFlags(process.env.NODE_OPTIONS),
     });
     sync = daemonProcess;
     exited = new Promise<number | null>((r) => daemonProcess.once('exit', r));
