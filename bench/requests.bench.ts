@@ -14,7 +14,7 @@
  *
  * DOCEX_BENCH_REPS runs (default 1), min and median. Timing is never asserted anywhere.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -52,6 +52,10 @@ async function once(): Promise<Run> {
     const template = await templateWithField(setup, folder.id, 'Bench');
     const inbox = join(dir, 'inbox');
     await mkdir(inbox);
+    // Files arrive whole (written beside the inbox, then renamed in), as stable_ms: 0 promises:
+    // written in place, one could be seen at 0 bytes and fail as empty.
+    const staging = join(dir, 'staging');
+    await mkdir(staging);
     const configFile = join(dir, 'docex-sync.yaml');
     await writeFile(
       configFile,
@@ -92,8 +96,10 @@ async function once(): Promise<Run> {
       );
       emulator.resetStats();
       const started = performance.now();
-      for (let i = 0; i < FILES; i++)
-        await writeFile(join(inbox, `doc-${i}.pdf`), `%PDF-1.4 bench document ${i}\n`);
+      for (let i = 0; i < FILES; i++) {
+        await writeFile(join(staging, `doc-${i}.pdf`), `%PDF-1.4 bench document ${i}\n`);
+        await rename(join(staging, `doc-${i}.pdf`), join(inbox, `doc-${i}.pdf`));
+      }
       await Promise.race([all, failed]);
       const seconds = (performance.now() - started) / 1000;
       const stats = emulator.stats();
