@@ -123,9 +123,18 @@ export function readYamlFile<S extends z.ZodType>(
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
     throw new ConfigError(
-      `${file}: cannot read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      `${file}: cannot read (${code ?? (error as Error).message})${unreadable[code ?? ''] ?? ''}`,
     );
   }
   return parseYaml(text, file, schema, options);
 }
+
+/** What the usual reasons a file cannot be read mean, and what to do (the code alone says little at 3 a.m.). */
+const unreadable: Record<string, string> = {
+  ENOENT: ': there is no file there; check the path (relative paths start from the current folder)',
+  EACCES: ': permission denied; let the user this runs as read it (or run as a user who can)',
+  EPERM: ': permission denied; let the user this runs as read it (or run as a user who can)',
+  EISDIR: ': that is a folder; give the path of the file in it',
+};

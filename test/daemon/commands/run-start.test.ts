@@ -195,6 +195,26 @@ describe('last words that say what to do', () => {
   );
 
   it(
+    'a config that cannot be read: the path, the reason in words, what to do',
+    async () => {
+      world = await makeWorld();
+      const missing = join(world.dir, 'nope.yaml');
+      const absent = runCli(['run', '--config', missing]);
+      expect(await absent.exited).toBe(2);
+      expect(absent.output()).toBe(
+        `docex-sync run: ${missing}: cannot read (ENOENT): there is no file there; check the path (relative paths start from the current folder)\n`,
+      );
+      const folder = runCli(['check', '--config', world.dir]);
+      expect(await folder.exited).toBe(2);
+      expect(folder.output()).toBe(
+        `docex-sync check: ${world.dir}: cannot read (EISDIR): that is a folder; give the path of the file in it\n`,
+      );
+      console.info(`printed:\n${absent.output()}${folder.output()}`);
+    },
+    Math.max(60_000, startMs * 50),
+  );
+
+  it(
     'a YAML syntax error: the line and column, the reason, the line with a caret, what to do',
     async () => {
       world = await makeWorld();
