@@ -19,9 +19,8 @@ export function daemonExecArgs(execPath, execArgv, scriptAndArgs, nodeOptions, c
   if (!canExec) return undefined;
   var given = execArgv.concat((nodeOptions || '').split(/\s+/));
   for (var i = 0; i < given.length; i++) {
-    if (/^--max-semi-space-size(=|$)/.test(given[i]) || /^--max_semi_space_size(=|$)/.test(given[i])) {
-      return undefined;
-    }
+    // V8 reads - and _ in a flag's name alike.
+    if (/^--max[-_]semi[-_]space[-_]size(=|$)/.test(given[i])) return undefined;
   }
   return [execPath].concat(execArgv, [SEMI_SPACE_FLAG], scriptAndArgs);
 }

@@ -132,9 +132,10 @@ export function readYamlFile<S extends z.ZodType>(
 }
 
 /** What the usual reasons a file cannot be read mean, and what to do (the code alone says little at 3 a.m.). */
+const denied = ': permission denied; let the user this runs as read it (or run as a user who can)';
 const unreadable: Record<string, string> = {
   ENOENT: ': there is no file there; check the path (relative paths start from the current folder)',
-  EACCES: ': permission denied; let the user this runs as read it (or run as a user who can)',
-  EPERM: ': permission denied; let the user this runs as read it (or run as a user who can)',
+  EACCES: denied,
+  EPERM: denied,
   EISDIR: ': that is a folder; give the path of the file in it',
 };
