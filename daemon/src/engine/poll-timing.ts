@@ -32,6 +32,8 @@ export const NO_ESTIMATE: ExtractionEstimate = { typicalMs: undefined, longestUn
 const PROBE_EARLIER = 0.99;
 /** After a first poll that came too early, the next aims this much past the last time the task was unfinished. */
 const MARGIN = 1.1;
+/** A first poll answered later than this times its aim went out late: it carries no probe. */
+const LATE = 1.1;
 /** Before any task was seen final: this much past the longest time one was seen unfinished. */
 const COLD_STEP = 1.5;
 
@@ -72,7 +74,13 @@ export function observePoll(
   if (!seen.final)
     return { ...estimate, longestUnfinishedMs: Math.max(estimate.longestUnfinishedMs, seen.elapsedMs) };
   if (seen.first) {
-    // Final at the first look: the task took at most this long; aim a little earlier next time.
+    // Final at the first look: the task took at most this long. A poll that went out near its aim
+    // probes a little earlier next time; one that went out late (queued behind the rate limit)
+    // says only that the task took less than that, which the estimate already assumes: probing
+    // on it would walk the aim down 1 % per task while the queue hides every miss (10 s -> 4 s
+    // over 90 tasks in bench/requests.bench.ts), and cost a poll per task once the queue clears.
+    if (estimate.typicalMs !== undefined && seen.elapsedMs > firstPollDelayMs(estimate, poll) * LATE)
+      return estimate;
     const upper = Math.min(estimate.typicalMs ?? seen.elapsedMs, seen.elapsedMs);
     return { ...estimate, typicalMs: Math.max(poll.interval_ms, Math.round(upper * PROBE_EARLIER)) };
   }

@@ -193,6 +193,23 @@ describe('never more polls than the fixed schedule', () => {
     expect(rest.reduce((a, b) => a + b, 0) / rest.length).toBeLessThan(1.15);
   });
 
+  it('first polls queued late (a saturated rate limit) do not walk the aim down', () => {
+    // The queue delays every poll by 8 s: each one finds its task final. Probing 1 % earlier on each
+    // would take the aim from 10 s to under 4 s in 100 tasks, and once the queue clears, every task
+    // would pay a poll that comes too early.
+    let estimate: ExtractionEstimate = { typicalMs: 10_000, longestUnfinishedMs: 9500 };
+    for (let i = 0; i < 100; i++) estimate = simulate(10_000, estimate, 8000).estimate;
+    expect(estimate.typicalMs).toBe(10_000);
+    const onTime = simulate(10_000, estimate);
+    expect(onTime.polls).toBe(1);
+  });
+
+  it('a first poll on time (within 10 % of its aim) still probes earlier', () => {
+    const e = { typicalMs: 10_000, longestUnfinishedMs: 0 };
+    expect(observePoll(e, { elapsedMs: 10_999, final: true, first: true }, POLL).typicalMs).toBe(9900);
+    expect(observePoll(e, { elapsedMs: 11_001, final: true, first: true }, POLL)).toBe(e);
+  });
+
   it('a poll is postponed only while the task was not polled yet, and never past the task timeout', () => {
     const row = {
       ...uploaded(0),
