@@ -40,7 +40,13 @@ import { decideReview, ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from './routes.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { StateDb } from '../store/state.ts';
-import { firstPollDelayMs, NO_ESTIMATE, observePoll, type ExtractionEstimate } from './poll-timing.ts';
+import {
+  firstPollDelayMs,
+  firstPollDueMs,
+  NO_ESTIMATE,
+  observePoll,
+  type ExtractionEstimate,
+} from './poll-timing.ts';
 import type { Candidate, Listed } from './walk.ts';
 import { RunState, type RunEvents } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
@@ -149,6 +155,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private readonly plannedArchives = new Map<number, string | null>();
   /** Per watch and route (one template): how long its extractions take, learnt from its polls (poll-timing.ts). */
   private readonly extraction = new Map<string, ExtractionEstimate>();
+  /** Per watch and route: the polls not answered yet, row id -> when each went out (see firstPollDueMs). */
+  private readonly pollsOut = new Map<string, Map<number, number>>();
   /**
    * Task ids the service gave whose commit failed (a full disk): stored when work resumes, so the
    * file is not uploaded a second time.
@@ -559,22 +567,31 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private async poll(row: FileRow) {
     const { client } = this.deps;
     const poll = this.deps.config.poll;
-    const firstPollMs = firstPollDelayMs(this.estimateOf(row), poll);
+    const key = extractionKey(row);
+    const elapsedMs = row.uploaded_at === null ? 0 : this.now() - row.uploaded_at;
+    const out = this.pollsOut.get(key);
+    const newestOut = out && out.size > 0 ? this.now() - Math.max(...out.values()) : undefined;
+    const firstPollMs = firstPollDueMs(this.estimateOf(row), poll, elapsedMs, newestOut);
     let next = this.apply(row, { kind: 'poll-due', firstPollMs }).decision.effect;
     let current = row;
     let task: TaskResult | null = null;
     if (next.kind === 'poll') {
       const first = row.poll_interval_ms === 0;
+      const polls = this.pollsOut.get(key) ?? new Map<number, number>();
+      this.pollsOut.set(key, polls.set(row.id, this.now()));
       try {
         task = await client.fetchTasksResults({ task_id: row.task_id! });
       } catch (error) {
         this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
         return void this.apply(row, { kind: 'poll-failed', error });
+      } finally {
+        polls.delete(row.id);
+        if (polls.size === 0) this.pollsOut.delete(key);
       }
       this.reachable();
       if (row.uploaded_at !== null)
         this.extraction.set(
-          extractionKey(row),
+          key,
           observePoll(
             this.estimateOf(row),
             {

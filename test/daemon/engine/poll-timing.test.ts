@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { decide, type FileRow, type Policy } from '../../../daemon/src/engine/lifecycle.ts';
 import {
   firstPollDelayMs,
+  firstPollDueMs,
   intervalAfter,
   NO_ESTIMATE,
   observePoll,
@@ -123,6 +124,27 @@ describe('firstPollDelayMs', () => {
   });
 });
 
+describe('firstPollDueMs', () => {
+  const cold = { typicalMs: undefined, longestUnfinishedMs: 0 };
+  it('while nothing was seen final and a poll of the watch went out recently, holds a due first poll back one fixed interval', () => {
+    expect(firstPollDueMs(cold, POLL, 2100, 0)).toBe(2100 + 3000);
+    expect(firstPollDueMs(cold, POLL, 5200, 1999)).toBe(5200 + 4500);
+  });
+  it('a poll out for interval_ms or longer (hung) holds nothing back', () => {
+    expect(firstPollDueMs(cold, POLL, 5200, 2000)).toBe(2000);
+  });
+  it('with no poll out, or once a task was seen final, is firstPollDelayMs', () => {
+    expect(firstPollDueMs(cold, POLL, 2100, undefined)).toBe(2000);
+    expect(firstPollDueMs({ typicalMs: 9000, longestUnfinishedMs: 0 }, POLL, 9100, 10)).toBe(9000);
+    const waiting = { typicalMs: undefined, longestUnfinishedMs: 4000 };
+    expect(firstPollDueMs(waiting, POLL, 3000, undefined)).toBe(6000);
+  });
+  it('does not hold back a poll that is not due yet (the postponement is already later)', () => {
+    const waiting = { typicalMs: undefined, longestUnfinishedMs: 4000 };
+    expect(firstPollDueMs(waiting, POLL, 3000, 10)).toBe(6000);
+  });
+});
+
 describe('observePoll', () => {
   it('learns the longest unfinished time from polls that came too early', () => {
     const e = observePoll(
@@ -141,6 +163,26 @@ describe('observePoll', () => {
       observePoll(NO_ESTIMATE, { elapsedMs: 10_000, final: true, first: false, previousMs: 9500 }, POLL)
         .typicalMs,
     ).toBe(10_000);
+  });
+  it('the first seen final aims past the longest time any task was seen unfinished, not only its own miss', () => {
+    const cold = { typicalMs: undefined, longestUnfinishedMs: 7625 };
+    expect(
+      observePoll(cold, { elapsedMs: 10_838, final: true, first: false, previousMs: 5895 }, POLL).typicalMs,
+    ).toBe(8388);
+  });
+  it('an aim already past the miss stays (late answers made it climb 10 % per task)', () => {
+    const e = { typicalMs: 16_782, longestUnfinishedMs: 9795 };
+    expect(
+      observePoll(e, { elapsedMs: 29_564, final: true, first: false, previousMs: 9581 }, POLL).typicalMs,
+    ).toBe(16_782);
+    // Missed at its aim: 10 % past the miss, as before.
+    expect(
+      observePoll(e, { elapsedMs: 25_000, final: true, first: false, previousMs: 16_800 }, POLL).typicalMs,
+    ).toBe(18_480);
+    // Never past the hit.
+    expect(
+      observePoll(e, { elapsedMs: 12_000, final: true, first: false, previousMs: 9581 }, POLL).typicalMs,
+    ).toBe(12_000);
   });
   it('after a hit at the first poll, probes 1 % earlier next time, never below interval_ms', () => {
     const e = { typicalMs: 10_000, longestUnfinishedMs: 0 };
