@@ -398,6 +398,11 @@ export function globMatcher(glob: string): (unixRel: string) => boolean {
   return (unixRel) => test(unixRel.slice(unixRel.lastIndexOf('/') + 1));
 }
 
+/** A glob for one name (no '/') as the regular expression globMatcher tests it with. */
+export function nameRegExp(glob: string): RegExp {
+  return picomatch.makeRe(glob, { nocase: true, dot: true, windows: false });
+}
+
 /** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
 export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
   if (env.DOCEX_API_KEY) return env.DOCEX_API_KEY.trim();

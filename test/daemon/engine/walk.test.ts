@@ -1,0 +1,149 @@
+/**
+ * The walk's two shortcuts for large scans (daemon/src/engine/walk.ts) give exactly what the plain
+ * way gives: a file in a folder the walk entered is tested by its own name only
+ * (isIgnoredInFolder, against isIgnored on the whole path), and a local watch stats files on the
+ * event loop (lookInline, against the async lstat a polling watch uses), falling back to the async
+ * way once one call is slow.
+ */
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isExcluded, isIgnored, isIgnoredInFolder } from '../../../daemon/src/common/files.ts';
+import { createLogger } from '../../../daemon/src/common/logging.ts';
+import { Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
+import { watchIn } from '../helpers.ts';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+const NAMES = [
+  'a.pdf',
+  'A.PDF',
+  '.hidden.pdf',
+  '~$lock.docx',
+  'Thumbs.db',
+  'desktop.INI',
+  'x.part',
+  'x.TMP',
+  'x.crdownload',
+  'x.pdf~',
+  'x.error.json',
+  '@eaDir',
+  '@EADIR',
+  '#recycle',
+  '#snapshot',
+  '$RECYCLE.BIN',
+  'System Volume Information',
+  '__MACOSX',
+  '.~lock.report.odt#',
+  'report.odt#',
+  'invoice-2024.pdf',
+  'scan 01.pdf',
+  'b.txt',
+  'résumé.pdf',
+  '2024-01',
+];
+const FOLDERS = ['', 'sub/', 'sub/deeper/', 'Supplier A/2024-01/'];
+const WATCHES: Array<Record<string, unknown>> = [
+  { recursive: true },
+  { recursive: true, include: ['*.pdf'] },
+  { recursive: true, exclude: ['deeper', '*.txt'] },
+  { recursive: true, include: ['sub/**/*.pdf'], exclude: ['**/scan*'] },
+  { recursive: true, ignore_names: [] },
+  { recursive: true, ignore_names: ['*.pdf', '{a,b}.*', '!*.txt', '2024-??', '[#@]*'] },
+];
+
+describe('isIgnoredInFolder', () => {
+  it('says what isIgnored says for every file in a folder a walk enters', () => {
+    for (const watch of WATCHES) {
+      const config = watchIn('/base', '/base/inbox', watch);
+      for (const folder of FOLDERS) {
+        if (folder && isExcluded(config, folder.slice(0, -1), true)) continue;
+        for (const name of NAMES)
+          expect([watch, folder + name, isIgnoredInFolder(config, folder, name)]).toEqual([
+            watch,
+            folder + name,
+            isIgnored(config, folder + name),
+          ]);
+      }
+    }
+  });
+
+  it('the built-in names are still ignored (a check that the table above tests something)', () => {
+    const config = watchIn('/base', '/base/inbox', { recursive: true });
+    expect(NAMES.filter((n) => isIgnoredInFolder(config, 'sub/', n))).toEqual([
+      '.hidden.pdf',
+      '~$lock.docx',
+      'Thumbs.db',
+      'desktop.INI',
+      'x.part',
+      'x.TMP',
+      'x.crdownload',
+      'x.pdf~',
+      'x.error.json',
+      '@eaDir',
+      '@EADIR',
+      '#recycle',
+      '#snapshot',
+      '$RECYCLE.BIN',
+      'System Volume Information',
+      '__MACOSX',
+      '.~lock.report.odt#',
+    ]);
+  });
+});
+
+async function tree() {
+  const base = await mkdtemp(join(tmpdir(), 'docex-walk-'));
+  cleanups.push(() => rm(base, { recursive: true, force: true }));
+  const root = join(base, 'inbox');
+  await mkdir(join(root, 'sub'), { recursive: true });
+  for (let i = 0; i < 300; i++) await writeFile(join(root, 'sub', `f${i}.pdf`), 'x'.repeat(i));
+  await symlink(join(root, 'sub', 'f1.pdf'), join(root, 'sub', 'link.pdf'));
+  execFileSync('mkfifo', [join(root, 'sub', 'pipe.pdf')]);
+  await mkdir(join(root, 'sub', 'folder.pdf'));
+  const listed: Listed[] = ['link.pdf', 'pipe.pdf', 'folder.pdf', 'gone.pdf']
+    .concat(Array.from({ length: 300 }, (_, i) => `f${i}.pdf`))
+    .map((name) => ({ path: join(root, 'sub', name), rel: `sub/${name}` }));
+  return { base, root, listed };
+}
+
+function walker(root: string, base: string, watch: Record<string, unknown>, inlineSlowMs?: number) {
+  const lines: string[] = [];
+  const log = createLogger('info', {
+    pretty: false,
+    destination: new Writable({ write: (c, _e, done) => (lines.push(String(c)), done()) }),
+  });
+  return { walker: new Walker(watchIn(base, root, watch), log, { inlineSlowMs }), lines };
+}
+
+describe('look: stats on the event loop for a local watch', () => {
+  it('finds the same regular files with the same stats as the async way, and skips the rest alike', async () => {
+    const { base, root, listed } = await tree();
+    const inline = walker(root, base, { recursive: true });
+    const async = walker(root, base, { recursive: true, polling: true });
+    const fromInline = await inline.walker.look(listed);
+    const fromAsync = await async.walker.look(listed);
+    expect(fromInline).toHaveLength(300);
+    expect(fromInline).toEqual(fromAsync);
+    expect(fromInline.find((c) => c.rel === 'sub/f7.pdf')).toMatchObject({ size: 7 });
+    // The symlink and the FIFO are logged once each, as the async way does.
+    const skipped = (lines: string[]) => lines.filter((l) => l.includes('not a regular file')).length;
+    expect([skipped(inline.lines), skipped(async.lines)]).toEqual([2, 2]);
+  });
+
+  it('after one slow call, says so once and looks at the rest off the event loop, with the same result', async () => {
+    const { base, root, listed } = await tree();
+    const slow = walker(root, base, { recursive: true }, -1); // every call counts as slow
+    const found = await slow.walker.look(listed);
+    const again = await slow.walker.look(listed);
+    expect(found).toHaveLength(300);
+    expect(again).toEqual(found);
+    expect(slow.lines.filter((l) => l.includes('answers slowly'))).toHaveLength(1);
+  });
+});
