@@ -18,6 +18,7 @@ const server = createServer((req, res) => {
   req.resume();
   req.on('end', () => {
     if (path.endsWith('/upload_file')) return json(res, { task_id: `task-${++next}` });
+    if (path.endsWith('/check_api_key')) return json(res, { ok: true });
     if (path.endsWith('/fetch_tasks_results')) {
       const taskId = url.searchParams.get('task_id')!;
       return json(res, {
