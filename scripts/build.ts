@@ -3,11 +3,12 @@
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
  *   daemon  daemon/dist/cli.js (docex-sync), a small ESM entry, and daemon/dist/chunks/, the code it
  *           imports on demand (split by esbuild); daemon/dist/docex.js (docex), one ESM bundle;
- *           their dependencies inside but the three of DAEMON_EXTERNAL
+ *           their dependencies inside but the three of DAEMON_EXTERNAL; daemon/dist/version.js,
+ *           what the bins print for --version
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
-import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 
 /**
@@ -133,6 +134,14 @@ const targets: Record<string, () => Promise<void>> = {
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
     });
+    // What the installed commands print for --version without importing a bundle (bin/version.js):
+    // the same words and the same version as the bundles, from the same sources.
+    const { VERSION_WORDS } = await import('../daemon/src/common/flags.ts');
+    const { version } = JSON.parse(await readFile('daemon/package.json', 'utf8')) as { version: string };
+    await writeFile(
+      'daemon/dist/version.js',
+      `// Written by scripts/build.ts from daemon/package.json and daemon/src/common/flags.ts.\nexport var VERSION = ${JSON.stringify(version)};\nexport var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};\n`,
+    );
     // docex: one file (0.8 MB). Split, a chunk evaluates every module in it as soon as it is
     // loaded, where one file's lazy module wrappers run only the modules a command reaches: the
     // split build made `docex folders list` cost ~30 ms more CPU (for 8 ms less on --version).

@@ -6,11 +6,24 @@
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 
 const repo = join(import.meta.dirname, '../..');
@@ -119,26 +132,91 @@ describe('from the sources', () => {
   });
 });
 
+/** What a bundle itself prints for a version word, without the bin's early answer. */
+const fromBundle: Record<'docex' | 'docex-sync', (word: string) => string> = {
+  docex: (word) =>
+    execFileSync(process.execPath, ['daemon/dist/docex.js', word], { cwd: repo, encoding: 'utf8' }),
+  'docex-sync': (word) =>
+    execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', `(await import('./daemon/dist/cli.js')).run([${JSON.stringify(word)}])`],
+      { cwd: repo, encoding: 'utf8' },
+    ),
+};
+
+/** A preload that leaves stdout non-blocking and full, and says on stderr when a write to it meets EAGAIN. */
+const fillStdout = join(dir, 'fill-stdout.mjs');
+writeFileSync(
+  fillStdout,
+  `import fs from 'node:fs';
+process.stdout; // opens fd 1 as a libuv pipe: non-blocking from now on
+const block = Buffer.alloc(4096, '.');
+let filled = 0;
+for (;;) {
+  try { filled += fs.writeSync(1, block); } catch (e) { if (e.code === 'EAGAIN') break; throw e; }
+}
+fs.writeSync(2, 'filled ' + filled + '\\n');
+const writeSync = fs.writeSync;
+fs.writeSync = function (fd) {
+  try { return writeSync.apply(this, arguments); }
+  catch (e) { if (fd === 1 && e.code === 'EAGAIN') writeSync(2, 'EAGAIN\\n'); throw e; }
+};
+`,
+);
+
 describe('the shipped bundles', () => {
   beforeAll(() => {
     execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
   }, 120_000);
+
+  it("the bins' early --version answer writes everything, in pieces if need be, and gives up only on a gone reader", async () => {
+    const { writeOut } = (await import(pathToFileURL(join(repo, 'daemon/bin/version.js')).href)) as {
+      writeOut(
+        fs: { writeSync: (...a: unknown[]) => number },
+        bytes: Buffer,
+        later: (rest: Buffer) => void,
+      ): void;
+    };
+    const failWith = (code: string) => Object.assign(new Error(code), { code });
+    const script = (steps: Array<number | string>) => {
+      const written: string[] = [];
+      let later: string | undefined;
+      const fs = {
+        writeSync: (_fd: unknown, bytes: unknown, offset: unknown, length: unknown) => {
+          const step = steps.shift();
+          if (typeof step === 'string') throw failWith(step);
+          const n = Math.min(step ?? Infinity, length as number);
+          written.push((bytes as Buffer).subarray(offset as number, (offset as number) + n).toString());
+          return n;
+        },
+      };
+      writeOut(fs, Buffer.from('docex 1.2.3\n'), (rest) => (later = rest.toString()));
+      return { written: written.join(''), later };
+    };
+    expect(script([])).toEqual({ written: 'docex 1.2.3\n', later: undefined });
+    expect(script([3, 'EINTR', 2])).toEqual({ written: 'docex 1.2.3\n', later: undefined });
+    expect(script([3, 'EAGAIN'])).toEqual({ written: 'doc', later: 'ex 1.2.3\n' });
+    expect(script(['EPIPE'])).toEqual({ written: '', later: undefined });
+    expect(script(['EBADF'])).toEqual({ written: '', later: undefined });
+    expect(() => script(['EIO'])).toThrow('EIO');
+  });
 
   it('make a missing cache folder (XDG_CACHE_HOME) and keep the compile cache in it', () => {
     const cache = join(dir, 'fresh-cache');
     const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: cache };
     delete env.NODE_COMPILE_CACHE;
     delete env.NODE_DISABLE_COMPILE_CACHE;
-    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--version'], { cwd: repo, env });
+    // --help, not --version: the bins answer that before the compile cache is turned on.
+    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--help'], { cwd: repo, env });
     expect(readdirSync(join(cache, 'docex-sync', 'compile-cache')).length).toBeGreaterThan(0);
     // Only the last folder is made: a cache folder whose parent is missing means no cache.
     const deeper = join(dir, 'missing', 'cache');
-    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', '--version'], {
+    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', '--help'], {
       cwd: repo,
       env: { ...env, XDG_CACHE_HOME: deeper },
       encoding: 'utf8',
     });
-    expect(output).toMatch(/^docex \d/);
+    expect(output).toMatch(/^docex — /);
     expect(existsSync(deeper)).toBe(false);
   });
 
@@ -146,7 +224,94 @@ describe('the shipped bundles', () => {
     ['docex-sync', 'daemon/bin/docex-sync.js'],
     ['docex', 'daemon/bin/docex.js'],
   ] as const) {
-    for (const flag of ['--version', '--help']) {
+    it(`${command} --version, -v, -V and version read no bundle and print the bundle's line, byte for byte`, () => {
+      for (const word of VERSION_WORDS) {
+        const { stdout, modules } = loaded(bin, [word]);
+        expect(stdout, word).toBe(fromBundle[command](word));
+        expect(stdout, word).toMatch(new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`));
+        expect(
+          modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
+          word,
+        ).toEqual([
+          `bin/${bin.split('/').at(-1)}`,
+          'bin/require-node.js',
+          'bin/compile-cache.js',
+          'bin/version.js',
+          'dist/version.js',
+        ]);
+        // Not even stdout's stream (process.stdout loads stream and net).
+        expect(
+          modules.filter((m) => /^node:(net|stream|tty)$/.test(m)),
+          word,
+        ).toEqual([]);
+      }
+    });
+
+    it(`${command} --version to a file, a closed pipe and a full non-blocking pipe: all of it or nothing, exit 0`, async () => {
+      const file = join(dir, `${command}-version.txt`);
+      execFileSync(`${process.execPath} ${bin} --version > ${file}`, { cwd: repo, shell: '/bin/sh' });
+      expect(readFileSync(file, 'utf8')).toBe(fromBundle[command]('--version'));
+
+      // The reader is gone before the line is written (EPIPE): nothing to say, exit 0, as the bundle.
+      const closed = spawn(process.execPath, [bin, '--version'], {
+        cwd: repo,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      closed.stdout.destroy();
+      let closedErr = '';
+      closed.stderr.on('data', (d) => (closedErr += d));
+      expect(await new Promise((done) => closed.on('close', done))).toBe(0);
+      expect(closedErr).toBe('');
+
+      // A pipe left non-blocking (process.stdout makes it so) and full: fs.writeSync fails with
+      // EAGAIN. The preload fills the pipe (a FIFO, read here only when asked) and says on stderr
+      // when the bin's write met EAGAIN; only then is it read, and the line must come after the filler.
+      const fifo = join(dir, `${command}-fifo`);
+      execFileSync('mkfifo', [fifo]);
+      const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+      const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      const full = spawn(process.execPath, ['--import', fillStdout, bin, '--version'], {
+        cwd: repo,
+        stdio: ['ignore', writer, 'pipe'],
+      });
+      closeSync(writer);
+      const out: Buffer[] = [];
+      const drain = () => {
+        const buffer = Buffer.alloc(65536);
+        for (;;) {
+          try {
+            const n = readSync(reader, buffer);
+            if (n === 0) return;
+            out.push(Buffer.from(buffer.subarray(0, n)));
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return;
+            throw error;
+          }
+        }
+      };
+      let err = '';
+      let draining: NodeJS.Timeout | undefined;
+      full.stderr!.on('data', (d) => {
+        err += d;
+        if (!draining && err.includes('EAGAIN')) draining = setInterval(drain, 10);
+      });
+      // Without an EAGAIN the pipe is read after a while anyway, so that the test fails, not hangs.
+      const anyway = setTimeout(() => (draining ??= setInterval(drain, 10)), 5000);
+      const code = await new Promise((done) => full.on('close', done));
+      clearTimeout(anyway);
+      clearInterval(draining);
+      drain();
+      closeSync(reader);
+      expect(err).toMatch(/^filled \d+\nEAGAIN\n$/);
+      expect(code, err).toBe(0);
+      const text = Buffer.concat(out).toString();
+      expect(text.replace(/^\.+/, '')).toBe(fromBundle[command]('--version'));
+      expect(text.length - fromBundle[command]('--version').length).toBe(
+        Number(/filled (\d+)/.exec(err)![1]),
+      );
+    });
+
+    for (const flag of ['--help']) {
       it(`${command} ${flag} requires no package and no network built-in`, () => {
         const { stdout, modules } = loaded(bin, [flag]);
         expect(stdout.length).toBeGreaterThan(10);
@@ -161,7 +326,10 @@ describe('the shipped bundles', () => {
             'bin/compile-cache.js',
           ]),
         );
-        const rest = modules.filter((m) => m.startsWith('file:') && !m.includes('/daemon/bin/'));
+        const rest = modules.filter(
+          (m) =>
+            m.startsWith('file:') && !m.includes('/daemon/bin/') && !m.endsWith('/daemon/dist/version.js'),
+        );
         expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
         expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
       });

@@ -80,8 +80,10 @@ describe('the docex-sync package from a plain npm pack', () => {
         'bin/docex-sync.js',
         'bin/docex.js',
         'bin/require-node.js',
+        'bin/version.js',
         'dist/cli.js',
         'dist/docex.js',
+        'dist/version.js',
         'package.json',
       ].sort(),
     );
