@@ -10,6 +10,7 @@ import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { deferIntl } from './defer-intl.ts';
 
 /**
  * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
@@ -114,7 +115,7 @@ const targets: Record<string, () => Promise<void>> = {
       target: 'node22',
       format: 'esm',
       external: DAEMON_EXTERNAL,
-      plugins: [lazyImports(DAEMON_EXTERNAL)],
+      plugins: [lazyImports(DAEMON_EXTERNAL), deferIntl],
       minifyWhitespace: true,
       minifySyntax: true,
       // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every

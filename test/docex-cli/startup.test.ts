@@ -6,10 +6,11 @@
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  cpSync,
   existsSync,
   mkdtempSync,
   openSync,
@@ -22,9 +23,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
+import { startEmulator } from '../../emulator/index.ts';
+import { deferListFormat } from '../../scripts/defer-intl.ts';
+
+const runAsync = promisify(execFile);
 
 const repo = join(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'docex-startup-'));
@@ -335,4 +341,76 @@ describe('the shipped bundles', () => {
       });
     }
   }
+});
+
+describe("got's type checks without ICU's list data at start (scripts/defer-intl.ts)", () => {
+  const is = join(repo, 'node_modules/@sindresorhus/is/distribution');
+
+  it('format their messages as before, the Intl.ListFormat made on first use', async () => {
+    const copy = join(dir, 'is-deferred');
+    cpSync(is, copy, { recursive: true });
+    writeFileSync(join(copy, 'index.js'), deferListFormat(readFileSync(join(is, 'index.js'), 'utf8')));
+    type Is = {
+      assertAny(p: unknown, ...v: unknown[]): void;
+      assertAll(p: unknown, ...v: unknown[]): void;
+      isString: unknown;
+      isNumber: unknown;
+    };
+    const original = (await import(pathToFileURL(join(is, 'index.js')).href)) as Is;
+    const deferred = (await import(pathToFileURL(join(copy, 'index.js')).href)) as Is;
+    const message = (m: Is, call: (m: Is) => void) => {
+      try {
+        call(m);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'no error';
+    };
+    for (const call of [
+      (m: Is) => m.assertAny([m.isString, m.isNumber], true, null, 1n),
+      (m: Is) => m.assertAll(m.isString, 'a', 2, {}),
+    ]) {
+      expect(message(deferred, call)).toBe(message(original, call));
+      expect(message(deferred, call)).toMatch(
+        /^Expected values which are .* or |Received values of types .*, .*, and /,
+      );
+    }
+  });
+
+  it('a new version of the package with other Intl.ListFormat uses fails the build, not silently', () => {
+    expect(() => deferListFormat('const x = new Intl.ListFormat("en");')).toThrow(/expected 2 .* found 1/);
+  });
+
+  it('the shipped docex runs folders list --json without making one', async () => {
+    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    const spy = join(dir, 'list-format-spy.mjs');
+    writeFileSync(
+      spy,
+      `import fs from 'node:fs';
+const ListFormat = Intl.ListFormat;
+Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'); return new ListFormat(...args); };
+`,
+    );
+    const emulator = await startEmulator({ port: 0, companies: [{ name: 'Acme', apiKey: 'sk-startup-1' }] });
+    try {
+      const { stdout, stderr } = await runAsync(
+        process.execPath,
+        ['--import', spy, 'daemon/bin/docex.js', 'folders', 'list', '--json'],
+        {
+          cwd: repo,
+          env: {
+            ...process.env,
+            DOCEX_BASE_URL: emulator.url,
+            DOCEX_API_KEY: 'sk-startup-1',
+            XDG_CONFIG_HOME: dir,
+            NODE_DISABLE_COMPILE_CACHE: '1',
+          },
+        },
+      );
+      expect(JSON.parse(stdout)).toEqual({ folders: [] });
+      expect(stderr).toBe('');
+    } finally {
+      await emulator.stop();
+    }
+  });
 });
