@@ -11,6 +11,7 @@ import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { deferIntl } from './defer-intl.ts';
+import { eagerModuleWrappers } from './eager-modules.ts';
 
 /**
  * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
@@ -152,6 +153,11 @@ const targets: Record<string, () => Promise<void>> = {
       // `docex --help` prints this without loading the operation table (docex-cli/docex.ts).
       define: { DOCEX_MAIN_HELP: JSON.stringify(mainHelp()) },
     });
+    // Its module wrappers compiled with the file, so that the compile cache keeps them.
+    const eager = eagerModuleWrappers(await readFile('daemon/dist/docex.js', 'utf8'));
+    if (eager.wrapped === 0)
+      throw new Error('daemon/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
+    await writeFile('daemon/dist/docex.js', eager.code);
   },
 };
 

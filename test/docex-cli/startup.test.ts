@@ -29,6 +29,7 @@ import { VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 import { startEmulator } from '../../emulator/index.ts';
 import { deferListFormat } from '../../scripts/defer-intl.ts';
+import { eagerModuleWrappers } from '../../scripts/eager-modules.ts';
 
 const runAsync = promisify(execFile);
 
@@ -412,5 +413,42 @@ Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'
     } finally {
       await emulator.stop();
     }
+  });
+});
+
+describe("docex's module wrappers compiled with the file, for the compile cache (scripts/eager-modules.ts)", () => {
+  it('become parenthesised function expressions, braces in strings and async ones left alone', () => {
+    const code = [
+      'var init_a = __esm({ "a.js"() { x = "}" + /{/.source; } });',
+      'var require_b = __commonJS({ "b.js"(exports, module) { module.exports = { "c"() {} }; } });',
+      'var init_c = __esm({ async "c.js"() { await 0; } });',
+      'var other = helper({ "d.js"() {} });',
+    ].join('\n');
+    const { code: out, wrapped } = eagerModuleWrappers(code);
+    expect(wrapped).toBe(2);
+    expect(out).toBe(
+      [
+        'var init_a = __esm({ "a.js":(function() { x = "}" + /{/.source; }) });',
+        'var require_b = __commonJS({ "b.js":(function(exports, module) { module.exports = { "c"() {} }; }) });',
+        'var init_c = __esm({ async "c.js"() { await 0; } });',
+        'var other = helper({ "d.js"() {} });',
+      ].join('\n'),
+    );
+    // The same behaviour: the wrapper still runs once, when first called.
+    const run = (source: string) => {
+      const log: string[] = [];
+      const __esm = (fn: Record<string, () => void>) => () => fn[Object.keys(fn)[0]!]!();
+      new Function('__esm', 'log', `${source}; log.push('defined'); init(); init();`)(__esm, log);
+      return log;
+    };
+    const source = 'var init = __esm({ "m.js"() { log.push("ran"); } })';
+    expect(run(eagerModuleWrappers(source).code)).toEqual(run(source));
+  });
+
+  it('in the shipped docex.js, every module wrapper', () => {
+    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    const bundle = readFileSync(join(repo, 'daemon/dist/docex.js'), 'utf8');
+    expect(bundle.match(/__(esm|commonJS)\(\{"[^"]+"\(/g) ?? []).toEqual([]);
+    expect((bundle.match(/__(esm|commonJS)\(\{"[^"]+":\(function\(/g) ?? []).length).toBeGreaterThan(100);
   });
 });
