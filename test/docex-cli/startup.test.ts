@@ -452,3 +452,34 @@ describe("docex's module wrappers compiled with the file, for the compile cache 
     expect((bundle.match(/__(esm|commonJS)\(\{"[^"]+":\(function\(/g) ?? []).length).toBeGreaterThan(100);
   });
 });
+
+describe('docex folders list from the sources, against the emulator', () => {
+  it("reads the api section's schema only, not docex-sync's whole config (watch folders, mail, ...)", async () => {
+    const emulator = await startEmulator({ port: 0, companies: [{ name: 'Acme', apiKey: 'sk-startup-2' }] });
+    const log = join(dir, 'modules-folders-list.txt');
+    writeFileSync(log, '');
+    try {
+      const { stdout } = await runAsync(
+        process.execPath,
+        ['--import', hook, SOURCES.docex, 'folders', 'list', '--json'],
+        {
+          cwd: repo,
+          env: {
+            ...process.env,
+            RECORD_MODULES: log,
+            DOCEX_BASE_URL: emulator.url,
+            DOCEX_API_KEY: 'sk-startup-2',
+            XDG_CONFIG_HOME: dir,
+            NODE_DISABLE_COMPILE_CACHE: '1',
+          },
+        },
+      );
+      expect(JSON.parse(stdout)).toEqual({ folders: [] });
+    } finally {
+      await emulator.stop();
+    }
+    const modules = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(modules.some((m) => m.endsWith('/daemon/src/common/api-config.ts'))).toBe(true);
+    expect(modules.filter((m) => /\/daemon\/src\/(common|mail)\/config\.ts$/.test(m))).toEqual([]);
+  });
+});
