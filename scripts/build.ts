@@ -3,8 +3,8 @@
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
  *   daemon  daemon/dist/cli.js (docex-sync), a small ESM entry, and daemon/dist/chunks/, the code it
  *           imports on demand (split by esbuild); daemon/dist/docex.js (docex), one ESM bundle;
- *           their dependencies inside but the three of DAEMON_EXTERNAL; daemon/dist/version.js,
- *           what the bins print for --version
+ *           their dependencies inside but the three of DAEMON_EXTERNAL; daemon/dist/answers.js,
+ *           what the bins print for --version and the main help
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
@@ -136,13 +136,22 @@ const targets: Record<string, () => Promise<void>> = {
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
     });
-    // What the installed commands print for --version without importing a bundle (bin/version.js):
-    // the same words and the same version as the bundles, from the same sources.
-    const { VERSION_WORDS } = await import('../daemon/src/common/flags.ts');
+    // What the installed commands print for --version and the main help without importing a
+    // bundle (bin/answers.js): the same words and texts as the bundles, from the same sources.
+    const { HELP_WORDS, VERSION_WORDS } = await import('../daemon/src/common/flags.ts');
+    const { mainHelp: syncHelp } = await import('../daemon/src/commands/docex-sync.ts');
     const { version } = JSON.parse(await readFile('daemon/package.json', 'utf8')) as { version: string };
+    const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
     await writeFile(
-      'daemon/dist/version.js',
-      `// Written by scripts/build.ts from daemon/package.json and daemon/src/common/flags.ts.\nexport var VERSION = ${JSON.stringify(version)};\nexport var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};\n`,
+      'daemon/dist/answers.js',
+      [
+        '// Written by scripts/build.ts from daemon/package.json, daemon/src/common/flags.ts and the help of each program.',
+        `export var VERSION = ${JSON.stringify(version)};`,
+        `export var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};`,
+        `export var HELP_WORDS = ${JSON.stringify(HELP_WORDS)};`,
+        `export var HELP = ${JSON.stringify({ docex: line(mainHelp()), 'docex-sync': line(syncHelp()) })};`,
+        '',
+      ].join('\n'),
     );
     // docex: one file (0.8 MB). Split, a chunk evaluates every module in it as soon as it is
     // loaded, where one file's lazy module wrappers run only the modules a command reaches: the

@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VERSION_WORDS } from '../../daemon/src/common/flags.ts';
+import { HELP_WORDS, VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 import { startEmulator } from '../../emulator/index.ts';
 import { deferListFormat } from '../../scripts/defer-intl.ts';
@@ -139,16 +139,21 @@ describe('from the sources', () => {
   });
 });
 
-/** What a bundle itself prints for a version word, without the bin's early answer. */
-const fromBundle: Record<'docex' | 'docex-sync', (word: string) => string> = {
-  docex: (word) =>
-    execFileSync(process.execPath, ['daemon/dist/docex.js', word], { cwd: repo, encoding: 'utf8' }),
-  'docex-sync': (word) =>
-    execFileSync(
-      process.execPath,
-      ['--input-type=module', '-e', `(await import('./daemon/dist/cli.js')).run([${JSON.stringify(word)}])`],
-      { cwd: repo, encoding: 'utf8' },
-    ),
+/** docex-sync's bundle run as the bin runs it, but without the bin's early answers. */
+const syncBundle = join(dir, 'docex-sync-bundle.mjs');
+writeFileSync(
+  syncBundle,
+  `(await import(${JSON.stringify(pathToFileURL(join(repo, 'daemon/dist/cli.js')).href)})).run(process.argv.slice(2));\n`,
+);
+const BUNDLES = { docex: 'daemon/dist/docex.js', 'docex-sync': syncBundle };
+
+/** What a bundle itself prints (stdout) and its exit code, without the bin's early answers. */
+const fromBundle = (command: 'docex' | 'docex-sync', args: string[]) => {
+  const { stdout, status } = spawnSync(process.execPath, [BUNDLES[command], ...args], {
+    cwd: repo,
+    encoding: 'utf8',
+  });
+  return { stdout, status };
 };
 
 /** A preload that leaves stdout non-blocking and full, and says on stderr when a write to it meets EAGAIN. */
@@ -177,7 +182,7 @@ describe('the shipped bundles', () => {
   }, 120_000);
 
   it("the bins' early --version answer writes everything, in pieces if need be, and gives up only on a gone reader", async () => {
-    const { writeOut } = (await import(pathToFileURL(join(repo, 'daemon/bin/version.js')).href)) as {
+    const { writeOut } = (await import(pathToFileURL(join(repo, 'daemon/bin/answers.js')).href)) as {
       writeOut(
         fs: { writeSync: (...a: unknown[]) => number },
         bytes: Buffer,
@@ -213,17 +218,17 @@ describe('the shipped bundles', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: cache };
     delete env.NODE_COMPILE_CACHE;
     delete env.NODE_DISABLE_COMPILE_CACHE;
-    // --help, not --version: the bins answer that before the compile cache is turned on.
-    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--help'], { cwd: repo, env });
+    // A command's --help: the bins answer --version and the main help before the compile cache is on.
+    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', 'status', '--help'], { cwd: repo, env });
     expect(readdirSync(join(cache, 'docex-sync', 'compile-cache')).length).toBeGreaterThan(0);
     // Only the last folder is made: a cache folder whose parent is missing means no cache.
     const deeper = join(dir, 'missing', 'cache');
-    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', '--help'], {
+    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', 'account', 'check', '--help'], {
       cwd: repo,
       env: { ...env, XDG_CACHE_HOME: deeper },
       encoding: 'utf8',
     });
-    expect(output).toMatch(/^docex — /);
+    expect(output).toMatch(/\nUsage: docex account check/);
     expect(existsSync(deeper)).toBe(false);
   });
 
@@ -231,25 +236,30 @@ describe('the shipped bundles', () => {
     ['docex-sync', 'daemon/bin/docex-sync.js'],
     ['docex', 'daemon/bin/docex.js'],
   ] as const) {
-    it(`${command} --version, -v, -V and version read no bundle and print the bundle's line, byte for byte`, () => {
-      for (const word of VERSION_WORDS) {
-        const { stdout, modules } = loaded(bin, [word]);
-        expect(stdout, word).toBe(fromBundle[command](word));
-        expect(stdout, word).toMatch(new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`));
+    it(`${command} --version, -v, -V, version, --help, -h, help and no command read no bundle and answer as the bundle, byte for byte`, () => {
+      for (const args of [...[...VERSION_WORDS, ...HELP_WORDS].map((w) => [w]), []]) {
+        const what = args[0] ?? '(nothing)';
+        const { stdout, modules } = loaded(bin, args);
+        const status = spawnSync(process.execPath, [bin, ...args], { cwd: repo }).status;
+        expect({ stdout, status }, what).toEqual(fromBundle(command, args));
+        expect(stdout, what).toMatch(
+          VERSION_WORDS.includes(what) ? new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`) : /\nUsage: /,
+        );
+        expect(status, what).toBe(args.length ? 0 : 2);
         expect(
           modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
-          word,
+          what,
         ).toEqual([
           `bin/${bin.split('/').at(-1)}`,
           'bin/require-node.js',
           'bin/compile-cache.js',
-          'bin/version.js',
-          'dist/version.js',
+          'bin/answers.js',
+          'dist/answers.js',
         ]);
         // Not even stdout's stream (process.stdout loads stream and net).
         expect(
           modules.filter((m) => /^node:(net|stream|tty)$/.test(m)),
-          word,
+          what,
         ).toEqual([]);
       }
     });
@@ -257,7 +267,7 @@ describe('the shipped bundles', () => {
     it(`${command} --version to a file, a closed pipe and a full non-blocking pipe: all of it or nothing, exit 0`, async () => {
       const file = join(dir, `${command}-version.txt`);
       execFileSync(`${process.execPath} ${bin} --version > ${file}`, { cwd: repo, shell: '/bin/sh' });
-      expect(readFileSync(file, 'utf8')).toBe(fromBundle[command]('--version'));
+      expect(readFileSync(file, 'utf8')).toBe(fromBundle(command, ['--version']).stdout);
 
       // The reader is gone before the line is written (EPIPE): nothing to say, exit 0, as the bundle.
       const closed = spawn(process.execPath, [bin, '--version'], {
@@ -312,35 +322,21 @@ describe('the shipped bundles', () => {
       expect(err).toMatch(/^filled \d+\nEAGAIN\n$/);
       expect(code, err).toBe(0);
       const text = Buffer.concat(out).toString();
-      expect(text.replace(/^\.+/, '')).toBe(fromBundle[command]('--version'));
-      expect(text.length - fromBundle[command]('--version').length).toBe(
+      expect(text.replace(/^\.+/, '')).toBe(fromBundle(command, ['--version']).stdout);
+      expect(text.length - fromBundle(command, ['--version']).stdout.length).toBe(
         Number(/filled (\d+)/.exec(err)![1]),
       );
     });
 
-    for (const flag of ['--help']) {
-      it(`${command} ${flag} requires no package and no network built-in`, () => {
-        const { stdout, modules } = loaded(bin, [flag]);
-        expect(stdout.length).toBeGreaterThan(10);
-        expect(heavy(modules)).toEqual([]);
-        // Besides the bin's own files, only the entry and the chunks it imports statically.
-        expect(
-          modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
-        ).toEqual(
-          expect.arrayContaining([
-            `bin/${bin.split('/').at(-1)}`,
-            'bin/require-node.js',
-            'bin/compile-cache.js',
-          ]),
-        );
-        const rest = modules.filter(
-          (m) =>
-            m.startsWith('file:') && !m.includes('/daemon/bin/') && !m.endsWith('/daemon/dist/version.js'),
-        );
-        expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
-        expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
-      });
-    }
+    it(`${command}'s bundle, run without the bin, answers --help requiring no package and no network built-in`, () => {
+      const { stdout, modules } = loaded(BUNDLES[command], ['--help']);
+      expect(stdout).toMatch(/\nUsage: /);
+      expect(heavy(modules)).toEqual([]);
+      // Only the entry and the chunks it imports statically.
+      const rest = modules.filter((m) => m.startsWith('file:') && m.includes('/daemon/dist/'));
+      expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
+      expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
+    });
   }
 });
 
