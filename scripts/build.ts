@@ -3,12 +3,15 @@
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
  *   daemon  daemon/dist/cli.js (docex-sync), a small ESM entry, and daemon/dist/chunks/, the code it
  *           imports on demand (split by esbuild); daemon/dist/docex.js (docex), one ESM bundle;
- *           their dependencies inside but the three of DAEMON_EXTERNAL
+ *           their dependencies inside but the three of DAEMON_EXTERNAL; daemon/dist/answers.js,
+ *           what the bins print for --version and the main help
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
-import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { deferIntl } from './defer-intl.ts';
+import { eagerModuleWrappers } from './eager-modules.ts';
 
 /**
  * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
@@ -113,7 +116,7 @@ const targets: Record<string, () => Promise<void>> = {
       target: 'node22',
       format: 'esm',
       external: DAEMON_EXTERNAL,
-      plugins: [lazyImports(DAEMON_EXTERNAL)],
+      plugins: [lazyImports(DAEMON_EXTERNAL), deferIntl],
       minifyWhitespace: true,
       minifySyntax: true,
       // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every
@@ -133,6 +136,23 @@ const targets: Record<string, () => Promise<void>> = {
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
     });
+    // What the installed commands print for --version and the main help without importing a
+    // bundle (bin/answers.js): the same words and texts as the bundles, from the same sources.
+    const { HELP_WORDS, VERSION_WORDS } = await import('../daemon/src/common/flags.ts');
+    const { mainHelp: syncHelp } = await import('../daemon/src/commands/docex-sync.ts');
+    const { version } = JSON.parse(await readFile('daemon/package.json', 'utf8')) as { version: string };
+    const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+    await writeFile(
+      'daemon/dist/answers.js',
+      [
+        '// Written by scripts/build.ts from daemon/package.json, daemon/src/common/flags.ts and the help of each program.',
+        `export var VERSION = ${JSON.stringify(version)};`,
+        `export var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};`,
+        `export var HELP_WORDS = ${JSON.stringify(HELP_WORDS)};`,
+        `export var HELP = ${JSON.stringify({ docex: line(mainHelp()), 'docex-sync': line(syncHelp()) })};`,
+        '',
+      ].join('\n'),
+    );
     // docex: one file (0.8 MB). Split, a chunk evaluates every module in it as soon as it is
     // loaded, where one file's lazy module wrappers run only the modules a command reaches: the
     // split build made `docex folders list` cost ~30 ms more CPU (for 8 ms less on --version).
@@ -142,6 +162,11 @@ const targets: Record<string, () => Promise<void>> = {
       // `docex --help` prints this without loading the operation table (docex-cli/docex.ts).
       define: { DOCEX_MAIN_HELP: JSON.stringify(mainHelp()) },
     });
+    // Its module wrappers compiled with the file, so that the compile cache keeps them.
+    const eager = eagerModuleWrappers(await readFile('daemon/dist/docex.js', 'utf8'));
+    if (eager.wrapped === 0)
+      throw new Error('daemon/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
+    await writeFile('daemon/dist/docex.js', eager.code);
   },
 };
 

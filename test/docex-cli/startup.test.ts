@@ -6,12 +6,32 @@
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HELP_WORDS, VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
+import { startEmulator } from '../../emulator/index.ts';
+import { deferListFormat } from '../../scripts/defer-intl.ts';
+import { eagerModuleWrappers } from '../../scripts/eager-modules.ts';
+
+const runAsync = promisify(execFile);
 
 const repo = join(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'docex-startup-'));
@@ -119,26 +139,96 @@ describe('from the sources', () => {
   });
 });
 
+/** docex-sync's bundle run as the bin runs it, but without the bin's early answers. */
+const syncBundle = join(dir, 'docex-sync-bundle.mjs');
+writeFileSync(
+  syncBundle,
+  `(await import(${JSON.stringify(pathToFileURL(join(repo, 'daemon/dist/cli.js')).href)})).run(process.argv.slice(2));\n`,
+);
+const BUNDLES = { docex: 'daemon/dist/docex.js', 'docex-sync': syncBundle };
+
+/** What a bundle itself prints (stdout) and its exit code, without the bin's early answers. */
+const fromBundle = (command: 'docex' | 'docex-sync', args: string[]) => {
+  const { stdout, status } = spawnSync(process.execPath, [BUNDLES[command], ...args], {
+    cwd: repo,
+    encoding: 'utf8',
+  });
+  return { stdout, status };
+};
+
+/** A preload that leaves stdout non-blocking and full, and says on stderr when a write to it meets EAGAIN. */
+const fillStdout = join(dir, 'fill-stdout.mjs');
+writeFileSync(
+  fillStdout,
+  `import fs from 'node:fs';
+process.stdout; // opens fd 1 as a libuv pipe: non-blocking from now on
+const block = Buffer.alloc(4096, '.');
+let filled = 0;
+for (;;) {
+  try { filled += fs.writeSync(1, block); } catch (e) { if (e.code === 'EAGAIN') break; throw e; }
+}
+fs.writeSync(2, 'filled ' + filled + '\\n');
+const writeSync = fs.writeSync;
+fs.writeSync = function (fd) {
+  try { return writeSync.apply(this, arguments); }
+  catch (e) { if (fd === 1 && e.code === 'EAGAIN') writeSync(2, 'EAGAIN\\n'); throw e; }
+};
+`,
+);
+
 describe('the shipped bundles', () => {
   beforeAll(() => {
     execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
   }, 120_000);
+
+  it("the bins' early --version answer writes everything, in pieces if need be, and gives up only on a gone reader", async () => {
+    const { writeOut } = (await import(pathToFileURL(join(repo, 'daemon/bin/answers.js')).href)) as {
+      writeOut(
+        fs: { writeSync: (...a: unknown[]) => number },
+        bytes: Buffer,
+        later: (rest: Buffer) => void,
+      ): void;
+    };
+    const failWith = (code: string) => Object.assign(new Error(code), { code });
+    const script = (steps: Array<number | string>) => {
+      const written: string[] = [];
+      let later: string | undefined;
+      const fs = {
+        writeSync: (_fd: unknown, bytes: unknown, offset: unknown, length: unknown) => {
+          const step = steps.shift();
+          if (typeof step === 'string') throw failWith(step);
+          const n = Math.min(step ?? Infinity, length as number);
+          written.push((bytes as Buffer).subarray(offset as number, (offset as number) + n).toString());
+          return n;
+        },
+      };
+      writeOut(fs, Buffer.from('docex 1.2.3\n'), (rest) => (later = rest.toString()));
+      return { written: written.join(''), later };
+    };
+    expect(script([])).toEqual({ written: 'docex 1.2.3\n', later: undefined });
+    expect(script([3, 'EINTR', 2])).toEqual({ written: 'docex 1.2.3\n', later: undefined });
+    expect(script([3, 'EAGAIN'])).toEqual({ written: 'doc', later: 'ex 1.2.3\n' });
+    expect(script(['EPIPE'])).toEqual({ written: '', later: undefined });
+    expect(script(['EBADF'])).toEqual({ written: '', later: undefined });
+    expect(() => script(['EIO'])).toThrow('EIO');
+  });
 
   it('make a missing cache folder (XDG_CACHE_HOME) and keep the compile cache in it', () => {
     const cache = join(dir, 'fresh-cache');
     const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: cache };
     delete env.NODE_COMPILE_CACHE;
     delete env.NODE_DISABLE_COMPILE_CACHE;
-    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', '--version'], { cwd: repo, env });
+    // A command's --help: the bins answer --version and the main help before the compile cache is on.
+    execFileSync(process.execPath, ['daemon/bin/docex-sync.js', 'status', '--help'], { cwd: repo, env });
     expect(readdirSync(join(cache, 'docex-sync', 'compile-cache')).length).toBeGreaterThan(0);
     // Only the last folder is made: a cache folder whose parent is missing means no cache.
     const deeper = join(dir, 'missing', 'cache');
-    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', '--version'], {
+    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', 'account', 'check', '--help'], {
       cwd: repo,
       env: { ...env, XDG_CACHE_HOME: deeper },
       encoding: 'utf8',
     });
-    expect(output).toMatch(/^docex \d/);
+    expect(output).toMatch(/\nUsage: docex account check/);
     expect(existsSync(deeper)).toBe(false);
   });
 
@@ -146,25 +236,246 @@ describe('the shipped bundles', () => {
     ['docex-sync', 'daemon/bin/docex-sync.js'],
     ['docex', 'daemon/bin/docex.js'],
   ] as const) {
-    for (const flag of ['--version', '--help']) {
-      it(`${command} ${flag} requires no package and no network built-in`, () => {
-        const { stdout, modules } = loaded(bin, [flag]);
-        expect(stdout.length).toBeGreaterThan(10);
-        expect(heavy(modules)).toEqual([]);
-        // Besides the bin's own files, only the entry and the chunks it imports statically.
+    it(`${command} --version, -v, -V, version, --help, -h, help and no command read no bundle and answer as the bundle, byte for byte`, () => {
+      for (const args of [...[...VERSION_WORDS, ...HELP_WORDS].map((w) => [w]), []]) {
+        const what = args[0] ?? '(nothing)';
+        const { stdout, modules } = loaded(bin, args);
+        const status = spawnSync(process.execPath, [bin, ...args], { cwd: repo }).status;
+        expect({ stdout, status }, what).toEqual(fromBundle(command, args));
+        expect(stdout, what).toMatch(
+          VERSION_WORDS.includes(what) ? new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`) : /\nUsage: /,
+        );
+        expect(status, what).toBe(args.length ? 0 : 2);
         expect(
           modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
-        ).toEqual(
-          expect.arrayContaining([
-            `bin/${bin.split('/').at(-1)}`,
-            'bin/require-node.js',
-            'bin/compile-cache.js',
-          ]),
-        );
-        const rest = modules.filter((m) => m.startsWith('file:') && !m.includes('/daemon/bin/'));
-        expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
-        expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
+          what,
+        ).toEqual([
+          `bin/${bin.split('/').at(-1)}`,
+          'bin/require-node.js',
+          'bin/compile-cache.js',
+          'bin/answers.js',
+          'dist/answers.js',
+        ]);
+        // Not even stdout's stream (process.stdout loads stream and net).
+        expect(
+          modules.filter((m) => /^node:(net|stream|tty)$/.test(m)),
+          what,
+        ).toEqual([]);
+      }
+    });
+
+    it(`${command} --version to a file, a closed pipe and a full non-blocking pipe: all of it or nothing, exit 0`, async () => {
+      const file = join(dir, `${command}-version.txt`);
+      execFileSync(`${process.execPath} ${bin} --version > ${file}`, { cwd: repo, shell: '/bin/sh' });
+      expect(readFileSync(file, 'utf8')).toBe(fromBundle(command, ['--version']).stdout);
+
+      // The reader is gone before the line is written (EPIPE): nothing to say, exit 0, as the bundle.
+      const closed = spawn(process.execPath, [bin, '--version'], {
+        cwd: repo,
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-    }
+      closed.stdout.destroy();
+      let closedErr = '';
+      closed.stderr.on('data', (d) => (closedErr += d));
+      expect(await new Promise((done) => closed.on('close', done))).toBe(0);
+      expect(closedErr).toBe('');
+
+      // A pipe left non-blocking (process.stdout makes it so) and full: fs.writeSync fails with
+      // EAGAIN. The preload fills the pipe (a FIFO, read here only when asked) and says on stderr
+      // when the bin's write met EAGAIN; only then is it read, and the line must come after the filler.
+      const fifo = join(dir, `${command}-fifo`);
+      execFileSync('mkfifo', [fifo]);
+      const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+      const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      const full = spawn(process.execPath, ['--import', fillStdout, bin, '--version'], {
+        cwd: repo,
+        stdio: ['ignore', writer, 'pipe'],
+      });
+      closeSync(writer);
+      const out: Buffer[] = [];
+      const drain = () => {
+        const buffer = Buffer.alloc(65536);
+        for (;;) {
+          try {
+            const n = readSync(reader, buffer);
+            if (n === 0) return;
+            out.push(Buffer.from(buffer.subarray(0, n)));
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return;
+            throw error;
+          }
+        }
+      };
+      let err = '';
+      let draining: NodeJS.Timeout | undefined;
+      full.stderr!.on('data', (d) => {
+        err += d;
+        if (!draining && err.includes('EAGAIN')) draining = setInterval(drain, 10);
+      });
+      // Without an EAGAIN the pipe is read after a while anyway, so that the test fails, not hangs.
+      const anyway = setTimeout(() => (draining ??= setInterval(drain, 10)), 5000);
+      const code = await new Promise((done) => full.on('close', done));
+      clearTimeout(anyway);
+      clearInterval(draining);
+      drain();
+      closeSync(reader);
+      expect(err).toMatch(/^filled \d+\nEAGAIN\n$/);
+      expect(code, err).toBe(0);
+      const text = Buffer.concat(out).toString();
+      expect(text.replace(/^\.+/, '')).toBe(fromBundle(command, ['--version']).stdout);
+      expect(text.length - fromBundle(command, ['--version']).stdout.length).toBe(
+        Number(/filled (\d+)/.exec(err)![1]),
+      );
+    });
+
+    it(`${command}'s bundle, run without the bin, answers --help requiring no package and no network built-in`, () => {
+      const { stdout, modules } = loaded(BUNDLES[command], ['--help']);
+      expect(stdout).toMatch(/\nUsage: /);
+      expect(heavy(modules)).toEqual([]);
+      // Only the entry and the chunks it imports statically.
+      const rest = modules.filter((m) => m.startsWith('file:') && m.includes('/daemon/dist/'));
+      expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
+      expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
+    });
   }
+});
+
+describe("got's type checks without ICU's list data at start (scripts/defer-intl.ts)", () => {
+  const is = join(repo, 'node_modules/@sindresorhus/is/distribution');
+
+  it('format their messages as before, the Intl.ListFormat made on first use', async () => {
+    const copy = join(dir, 'is-deferred');
+    cpSync(is, copy, { recursive: true });
+    writeFileSync(join(copy, 'index.js'), deferListFormat(readFileSync(join(is, 'index.js'), 'utf8')));
+    type Is = {
+      assertAny(p: unknown, ...v: unknown[]): void;
+      assertAll(p: unknown, ...v: unknown[]): void;
+      isString: unknown;
+      isNumber: unknown;
+    };
+    const original = (await import(pathToFileURL(join(is, 'index.js')).href)) as Is;
+    const deferred = (await import(pathToFileURL(join(copy, 'index.js')).href)) as Is;
+    const message = (m: Is, call: (m: Is) => void) => {
+      try {
+        call(m);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'no error';
+    };
+    for (const call of [
+      (m: Is) => m.assertAny([m.isString, m.isNumber], true, null, 1n),
+      (m: Is) => m.assertAll(m.isString, 'a', 2, {}),
+    ]) {
+      expect(message(deferred, call)).toBe(message(original, call));
+      expect(message(deferred, call)).toMatch(
+        /^Expected values which are .* or |Received values of types .*, .*, and /,
+      );
+    }
+  });
+
+  it('a new version of the package with other Intl.ListFormat uses fails the build, not silently', () => {
+    expect(() => deferListFormat('const x = new Intl.ListFormat("en");')).toThrow(/expected 2 .* found 1/);
+  });
+
+  it('the shipped docex runs folders list --json without making one', async () => {
+    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    const spy = join(dir, 'list-format-spy.mjs');
+    writeFileSync(
+      spy,
+      `import fs from 'node:fs';
+const ListFormat = Intl.ListFormat;
+Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'); return new ListFormat(...args); };
+`,
+    );
+    const emulator = await startEmulator({ port: 0, companies: [{ name: 'Acme', apiKey: 'sk-startup-1' }] });
+    try {
+      const { stdout, stderr } = await runAsync(
+        process.execPath,
+        ['--import', spy, 'daemon/bin/docex.js', 'folders', 'list', '--json'],
+        {
+          cwd: repo,
+          env: {
+            ...process.env,
+            DOCEX_BASE_URL: emulator.url,
+            DOCEX_API_KEY: 'sk-startup-1',
+            XDG_CONFIG_HOME: dir,
+            NODE_DISABLE_COMPILE_CACHE: '1',
+          },
+        },
+      );
+      expect(JSON.parse(stdout)).toEqual({ folders: [] });
+      expect(stderr).toBe('');
+    } finally {
+      await emulator.stop();
+    }
+  });
+});
+
+describe("docex's module wrappers compiled with the file, for the compile cache (scripts/eager-modules.ts)", () => {
+  it('become parenthesised function expressions, braces in strings and async ones left alone', () => {
+    const code = [
+      'var init_a = __esm({ "a.js"() { x = "}" + /{/.source; } });',
+      'var require_b = __commonJS({ "b.js"(exports, module) { module.exports = { "c"() {} }; } });',
+      'var init_c = __esm({ async "c.js"() { await 0; } });',
+      'var other = helper({ "d.js"() {} });',
+    ].join('\n');
+    const { code: out, wrapped } = eagerModuleWrappers(code);
+    expect(wrapped).toBe(2);
+    expect(out).toBe(
+      [
+        'var init_a = __esm({ "a.js":(function() { x = "}" + /{/.source; }) });',
+        'var require_b = __commonJS({ "b.js":(function(exports, module) { module.exports = { "c"() {} }; }) });',
+        'var init_c = __esm({ async "c.js"() { await 0; } });',
+        'var other = helper({ "d.js"() {} });',
+      ].join('\n'),
+    );
+    // The same behaviour: the wrapper still runs once, when first called.
+    const run = (source: string) => {
+      const log: string[] = [];
+      const __esm = (fn: Record<string, () => void>) => () => fn[Object.keys(fn)[0]!]!();
+      new Function('__esm', 'log', `${source}; log.push('defined'); init(); init();`)(__esm, log);
+      return log;
+    };
+    const source = 'var init = __esm({ "m.js"() { log.push("ran"); } })';
+    expect(run(eagerModuleWrappers(source).code)).toEqual(run(source));
+  });
+
+  it('in the shipped docex.js, every module wrapper', () => {
+    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    const bundle = readFileSync(join(repo, 'daemon/dist/docex.js'), 'utf8');
+    expect(bundle.match(/__(esm|commonJS)\(\{"[^"]+"\(/g) ?? []).toEqual([]);
+    expect((bundle.match(/__(esm|commonJS)\(\{"[^"]+":\(function\(/g) ?? []).length).toBeGreaterThan(100);
+  });
+});
+
+describe('docex folders list from the sources, against the emulator', () => {
+  it("reads the api section's schema only, not docex-sync's whole config (watch folders, mail, ...)", async () => {
+    const emulator = await startEmulator({ port: 0, companies: [{ name: 'Acme', apiKey: 'sk-startup-2' }] });
+    const log = join(dir, 'modules-folders-list.txt');
+    writeFileSync(log, '');
+    try {
+      const { stdout } = await runAsync(
+        process.execPath,
+        ['--import', hook, SOURCES.docex, 'folders', 'list', '--json'],
+        {
+          cwd: repo,
+          env: {
+            ...process.env,
+            RECORD_MODULES: log,
+            DOCEX_BASE_URL: emulator.url,
+            DOCEX_API_KEY: 'sk-startup-2',
+            XDG_CONFIG_HOME: dir,
+            NODE_DISABLE_COMPILE_CACHE: '1',
+          },
+        },
+      );
+      expect(JSON.parse(stdout)).toEqual({ folders: [] });
+    } finally {
+      await emulator.stop();
+    }
+    const modules = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(modules.some((m) => m.endsWith('/daemon/src/common/api-config.ts'))).toBe(true);
+    expect(modules.filter((m) => /\/daemon\/src\/(common|mail)\/config\.ts$/.test(m))).toEqual([]);
+  });
 });

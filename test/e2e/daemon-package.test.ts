@@ -80,8 +80,10 @@ describe('the docex-sync package from a plain npm pack', () => {
         'bin/docex-sync.js',
         'bin/docex.js',
         'bin/require-node.js',
+        'bin/answers.js',
         'dist/cli.js',
         'dist/docex.js',
+        'dist/answers.js',
         'package.json',
       ].sort(),
     );
@@ -97,9 +99,7 @@ describe('the docex-sync package from a plain npm pack', () => {
       }),
     ) as { dependencies?: Record<string, string> };
     const required = new Set<string>();
-    const bundles = packed
-      .list(packed.tarballs['docex-sync']!)
-      .filter((f) => /^dist\/.*\.js$/.test(f));
+    const bundles = packed.list(packed.tarballs['docex-sync']!).filter((f) => /^dist\/.*\.js$/.test(f));
     expect(bundles).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/docex.js']));
     for (const bundle of bundles) {
       const code = execFileSync('tar', ['-xOzf', packed.tarballs['docex-sync']!, `package/${bundle}`], {

@@ -18,7 +18,8 @@ import { COMMANDS } from './table.ts';
 
 export { EXIT } from '../common/exit-codes.ts';
 
-const mainHelp =
+/** The main help; scripts/build.ts also writes it into dist/answers.js for the installed bin. */
+export const mainHelp =
   () => `docex-sync — watches folders, uploads new files to the Document Extraction Service, writes the results.
 
 Usage: docex-sync <command> --config FILE [options]

@@ -1,17 +1,14 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { resultSettings } from '../outputs/result-settings.ts';
-import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/shared';
 import { nodeCron } from './lazy.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
-import { ConfigError } from './errors.ts';
+import { ApiSection, positiveInt } from './api-config.ts';
 import { invalidFile, readYamlFile } from './yaml.ts';
 import { parseNamePattern } from './names.ts';
 
-const positiveInt = z.number().int().positive();
 /** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
 const cron = z.string().check((ctx) => {
   if (!nodeCron().validate(ctx.value))
@@ -185,23 +182,6 @@ const Webhook = z.strictObject({
 
 const LOOPBACK = ['127.0.0.1', '::1', 'localhost'];
 
-/** How to reach the service: the daemon's `api:` section, and each profile of docex's config (docs/cli.md). */
-export const ApiSection = z.strictObject({
-  base_url: z.url().optional(),
-  api_key_file: z.string().optional(),
-  concurrency: positiveInt.default(4),
-  requests_per_second: positiveInt.default(10),
-  /** Widens the rate limit's window for the path's jitter (default: the client's, 50 ms; docs/decisions.md). */
-  rate_margin_ms: z.number().int().min(0).max(10_000).optional(),
-  timeout_ms: positiveInt.default(120_000),
-  max_retries: z.number().int().min(0).default(4),
-  /** http://[user:password@]host:port; wins over HTTPS_PROXY (the password is a secret, never shown). */
-  proxy: z.string().min(1).optional(),
-  /** A PEM file of CA certificates trusted besides Node's store (a private CA, a TLS-inspecting proxy's). */
-  ca_file: z.string().min(1).optional(),
-});
-export type ApiSettings = z.output<typeof ApiSection>;
-
 export const ConfigSchema = z.strictObject({
   api: ApiSection.default({ concurrency: 4, requests_per_second: 10, timeout_ms: 120_000, max_retries: 4 }),
   state_db: z.string().min(1),
@@ -290,6 +270,7 @@ export type RerunConfig = Config['reruns'][number];
 export type NotifyConfig = NonNullable<Config['notify']>;
 
 export { ConfigError } from './errors.ts';
+export { ApiSection, apiKeyFrom, baseUrlFrom, connectionFrom, type ApiSettings } from './api-config.ts';
 
 export { keysAt } from './yaml.ts';
 
@@ -401,58 +382,4 @@ export function globMatcher(glob: string): (unixRel: string) => boolean {
 /** A glob for one name (no '/') as the regular expression globMatcher tests it with. */
 export function nameRegExp(glob: string): RegExp {
   return picomatch.makeRe(glob, { nocase: true, dot: true, windows: false });
-}
-
-/** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
-export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
-  if (env.DOCEX_API_KEY) return env.DOCEX_API_KEY.trim();
-  if (config.api.api_key_file) {
-    try {
-      return readFileSync(config.api.api_key_file, 'utf8').trim();
-    } catch (error) {
-      throw new ConfigError(
-        `${section}.api_key_file: cannot read ${config.api.api_key_file} (${(error as NodeJS.ErrnoException).code})`,
-      );
-    }
-  }
-  throw new ConfigError(`no API key: set DOCEX_API_KEY or ${section}.api_key_file in the config`);
-}
-
-export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
-  const url = config.api.base_url ?? env.DOCEX_BASE_URL;
-  if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
-  return url;
-}
-
-/**
- * The proxy, extra CA and request trace for the client: api.proxy (else HTTPS_PROXY / HTTP_PROXY /
- * NO_PROXY), api.ca_file, and one stderr line per request with DOCEX_DEBUG=http or --debug.
- */
-export function connectionFrom(
-  config: { api: ApiSettings },
-  env: NodeJS.ProcessEnv,
-  section: string,
-  debug: boolean,
-  writeTrace: (line: string) => void,
-): { proxy?: string; caFile?: string; env: NodeJS.ProcessEnv; trace?: (t: RequestTrace) => void } {
-  if (config.api.proxy) {
-    const parsed = parseProxyUrl(config.api.proxy);
-    if ('problem' in parsed) throw new ConfigError(`${section}.proxy: ${parsed.problem}`);
-  }
-  if (config.api.ca_file) {
-    try {
-      readFileSync(config.api.ca_file, 'utf8');
-    } catch (error) {
-      throw new ConfigError(
-        `${section}.ca_file: cannot read ${config.api.ca_file} (${(error as NodeJS.ErrnoException).code}): give a PEM file holding the CA certificate(s)`,
-      );
-    }
-  }
-  const traced = debug || (env.DOCEX_DEBUG ?? '').split(',').includes('http');
-  return {
-    proxy: config.api.proxy,
-    caFile: config.api.ca_file,
-    env,
-    trace: traced ? (t) => writeTrace(formatRequestTrace(t)) : undefined,
-  };
 }

@@ -8,14 +8,15 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
+// The api section only (common/api-config.ts), not docex-sync's whole config and its schemas.
 import {
   ApiSection,
   apiKeyFrom,
   baseUrlFrom,
-  ConfigError,
   connectionFrom,
   type ApiSettings,
-} from '../common/config.ts';
+} from '../common/api-config.ts';
+import { ConfigError } from '../common/errors.ts';
 import { readYamlFile } from '../common/yaml.ts';
 
 export const CliConfigSchema = z.strictObject({
