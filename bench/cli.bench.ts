@@ -15,14 +15,14 @@
  * The emulator runs in this process; every command is a child process. No timing is asserted
  * anywhere. On a shared machine the figures are noisy: the min is the one to compare.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startEmulator } from '../emulator/index.ts';
-import { packAsDocumented } from '../test/e2e/pack.ts';
+import { installDocexSync } from './installed.ts';
 import type { BenchRow } from './run.ts';
 
 const run = promisify(execFile);
@@ -79,31 +79,6 @@ function versus(
   ];
 }
 
-/** docex-sync packed as documented and installed with npm into a scratch prefix; its two commands. */
-function installPackage(dir: string) {
-  const packed = packAsDocumented(['docex-sync']);
-  try {
-    const prefix = join(dir, 'prefix');
-    execFileSync(
-      'npm',
-      [
-        'install',
-        '--global',
-        '--prefix',
-        prefix,
-        '--prefer-offline',
-        '--no-audit',
-        '--no-fund',
-        packed.tarballs['docex-sync']!,
-      ],
-      { cwd: packed.dir, env: packed.npmEnv, stdio: 'ignore' },
-    );
-    return { docex: join(prefix, 'bin', 'docex'), docexSync: join(prefix, 'bin', 'docex-sync') };
-  } finally {
-    packed.remove();
-  }
-}
-
 function setupYaml(templates: number): string {
   const lines = ['version: 1', 'folders:', '  - name: Bench', 'templates:'];
   for (let t = 0; t < templates; t++) {
@@ -129,7 +104,7 @@ export default async function bench(): Promise<BenchRow[]> {
   const env = { ...process.env, DOCEX_BASE_URL: emulator.url, DOCEX_API_KEY: key, XDG_CONFIG_HOME: dir };
   const rows: BenchRow[] = [];
   try {
-    const installed = installPackage(dir);
+    const installed = installDocexSync(dir);
     // The compile cache in a folder of its own, warmed by one run of each command.
     const cacheEnv = { ...env, XDG_CACHE_HOME: join(dir, 'cache') };
     const fetchScript = join(dir, 'one-fetch.mjs');
