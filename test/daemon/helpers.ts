@@ -61,7 +61,7 @@ export async function makeWorld(
     configFile,
     [
       'state_db: ./state/sync.db',
-      `api: { ${/\bbase_url:/.test(options.apiYaml ?? '') ? '' : `base_url: "${emulator.url}", `}concurrency: 4, requests_per_second: 200, max_retries: 2${options.apiYaml ? `, ${options.apiYaml}` : ''} }`,
+      `api: { ${/\bbase_url:/.test(options.apiYaml ?? '') ? '' : `base_url: "${emulator.url}", `}concurrency: 4, ${/\brequests_per_second:/.test(options.apiYaml ?? '') ? '' : 'requests_per_second: 200, '}max_retries: 2${options.apiYaml ? `, ${options.apiYaml}` : ''} }`,
       'poll: { interval_ms: 50, max_interval_ms: 200 }',
       'upload: { retry_base_ms: 50, retry_max_ms: 200, max_attempts: 20 }',
       'watch:',

@@ -92,6 +92,31 @@ describe('concurrency', () => {
     await expect(client.fetchFolder({ folder_id: 1 })).resolves.toMatchObject({ id: 1 });
   });
 
+  test('a request with a higher priority goes before those waiting longer; equal ones in order', async () => {
+    const { url, stats } = await countingServer(0);
+    const client = nodeClient({ baseUrl: url, concurrency: 1 });
+    const file = await client.fetchFile({ document_id: 1 }); // holds the only slot until read
+    const queue = client.transport.queue;
+    const threeWaiting = new Promise<void>((resolve) => {
+      const check = () => queue.size === 3 && (queue.removeEventListener('add', check), resolve());
+      queue.addEventListener('add', check);
+    });
+    const calls = [
+      client.fetchFolder({ folder_id: 1 }),
+      client.fetchTasksResults({ task_id: 't' }),
+      client.uploadFile({ files: [{ data: bytes('x'), fileName: 'a.pdf' }] }, { priority: 1 }),
+    ];
+    await threeWaiting;
+    await readAll(file.body);
+    await Promise.all(calls);
+    expect(stats.paths.map((p) => p.replace(/^\/v1\/|\/$/g, ''))).toEqual([
+      'fetch_file',
+      'upload_file',
+      'fetch_folder',
+      'fetch_tasks_results',
+    ]);
+  });
+
   test('two clients have separate queues', async () => {
     const { url, stats } = await countingServer(25);
     const a = nodeClient({ baseUrl: url, concurrency: 1 });

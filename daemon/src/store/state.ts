@@ -576,6 +576,13 @@ export class StateDb {
     return row !== undefined && ACTIVE_STATES.includes(row.state);
   }
 
+  /** How many tasks wait for their results (rows in 'uploaded'), counted up to `limit` only. */
+  awaitingResults(limit: number): number {
+    return this.st(`SELECT COUNT(*) FROM (SELECT 1 FROM files WHERE state = 'uploaded' LIMIT ?)`)
+      .pluck()
+      .get(limit) as number;
+  }
+
   counts(): Record<FileState, number> {
     const out = Object.fromEntries(FILE_STATES.map((s) => [s, 0])) as Record<FileState, number>;
     for (const r of this.st(`SELECT state, COUNT(*) AS n FROM files GROUP BY state`).all() as Array<{

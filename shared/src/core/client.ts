@@ -70,6 +70,8 @@ export interface ClientOptions {
 export interface CallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Among this client's requests waiting for a free slot, higher goes first (default 0; ties in order). */
+  priority?: number;
   retry?: Partial<RetryPolicy>;
   instructionIdIn?: 'query' | 'path';
 }
@@ -219,6 +221,7 @@ class DocexClientBase {
           ...request,
           signal: options.signal,
           timeoutMs: options.timeoutMs ?? this.options.timeoutMs ?? 60_000,
+          priority: options.priority,
         });
         log?.debug(
           { operation: name, status: response.status, attempt, ms: this.elapsed() - started },

@@ -30,6 +30,8 @@ export interface TransportRequest {
   idempotent?: boolean;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Among requests waiting for one of the transport's slots, higher goes first (default 0). */
+  priority?: number;
 }
 
 export interface TransportResponse {

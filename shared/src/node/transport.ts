@@ -180,7 +180,7 @@ export class NodeTransport implements Transport {
               resolve(response);
               await finished;
             })()),
-          { signal: request.signal },
+          { signal: request.signal, priority: request.priority ?? 0 },
         )
         .catch(async (error: unknown) => {
           // An abort rejects add() at once, even while the request runs. The request stops on the

@@ -280,6 +280,28 @@ describe('local failures are visible', () => {
 });
 
 describe('scheduling', () => {
+  it('uploads go first (priority 1) while fewer than 30 s x requests_per_second tasks wait for results', async () => {
+    world = await makeWorld({ apiYaml: 'requests_per_second: 1' }); // 30 tasks
+    let n = 0;
+    const seen: Array<{ priority: number | undefined; awaiting: number }> = [];
+    const fake = {
+      async uploadFile(_input: unknown, options?: { priority?: number }) {
+        seen.push({ priority: options?.priority, awaiting: daemon.db.awaitingResults(1000) });
+        const id = `t-${++n}`;
+        return { task_id: id, task_ids: [id], raw: {} };
+      },
+      async fetchTasksResults({ task_id }: { task_id: string }): Promise<TaskResult> {
+        return { status: 'IN PROGRESS', status_message: '', task_id } as TaskResult;
+      },
+    } as unknown as DocexClient;
+    const daemon = await world.start({ client: fake });
+    for (let i = 0; i < 40; i++) await writeFile(join(world.dir, 'inbox', `f${i}.txt`), invoice(`F-${i}`));
+    await until('40 uploaded', () => daemon.db.counts().uploaded === 40);
+    expect(seen).toHaveLength(40);
+    for (const s of seen) expect(s).toEqual({ priority: s.awaiting < 30 ? 1 : 0, awaiting: s.awaiting });
+    expect(new Set(seen.map((s) => s.priority))).toEqual(new Set([0, 1]));
+  });
+
   it('a hung poll holds back only its own file; with nothing to do there is no timer at all', async () => {
     world = await makeWorld();
     const tasks = new Map<string, string>();
