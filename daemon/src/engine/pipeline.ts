@@ -129,6 +129,12 @@ const extractionKey = (row: FileRow) => `${row.watch}\0${row.route ?? ''}`;
 
 /** See uploadPriority. */
 const UPLOAD_FIRST_SECONDS = 30;
+/** Where the rate is not what bounds throughput (a high requests_per_second), the count still is. */
+const UPLOAD_FIRST_MAX = 1000;
+
+/** Tasks awaiting results below which uploads go first (Pipeline.uploadPriority). */
+export const uploadFirstCap = (requestsPerSecond: number) =>
+  Math.min(UPLOAD_FIRST_MAX, requestsPerSecond * UPLOAD_FIRST_SECONDS);
 
 /** Jobs of each kind running at once (uploads: api.concurrency; polls: poll.batch_size). */
 const LOCAL_JOBS = 8;
@@ -224,14 +230,15 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
 
   /**
    * Uploads go before polls and data fetches waiting for the same request slots while fewer than
-   * UPLOAD_FIRST_SECONDS × requests_per_second tasks wait for their results, then take their turn:
+   * UPLOAD_FIRST_SECONDS × requests_per_second tasks (at most UPLOAD_FIRST_MAX) wait for their
+   * results, then take their turn:
    * under the rate limit, a batch sent first keeps the service extracting while its results are
    * fetched (bench/requests.bench.ts: 0.88x -> 0.93x of the bound; the last upload no longer
    * leaves the limiter idle through the last extraction), and a large drop still shows results
    * within about a minute rather than after its last upload.
    */
   private uploadPriority(): number {
-    const cap = this.deps.config.api.requests_per_second * UPLOAD_FIRST_SECONDS;
+    const cap = uploadFirstCap(this.deps.config.api.requests_per_second);
     return this.deps.db.awaitingResults(cap) < cap ? 1 : 0;
   }
 

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
+import { uploadFirstCap } from '../../../daemon/src/engine/pipeline.ts';
 import { KV, SCHEMA_VERSION, StateDb, StateLockedError } from '../../../daemon/src/store/state.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
@@ -300,6 +301,10 @@ describe('scheduling', () => {
     expect(seen).toHaveLength(40);
     for (const s of seen) expect(s).toEqual({ priority: s.awaiting < 30 ? 1 : 0, awaiting: s.awaiting });
     expect(new Set(seen.map((s) => s.priority))).toEqual(new Set([0, 1]));
+  });
+
+  it('the bound is 30 s of requests at the configured rate, never more than 1,000 tasks', () => {
+    expect([1, 10, 33, 34, 1000, 1_000_000].map(uploadFirstCap)).toEqual([30, 300, 990, 1000, 1000, 1000]);
   });
 
   it('a hung poll holds back only its own file; with nothing to do there is no timer at all', async () => {
