@@ -596,14 +596,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const key = extractionKey(row);
     const elapsedMs = row.uploaded_at === null ? 0 : this.now() - row.uploaded_at;
     const out = this.pollsOut.get(key);
-    const newestOut = out && out.size > 0 ? this.now() - Math.max(...out.values()) : undefined;
+    const newestOut = out ? this.now() - Math.max(...out.values()) : undefined; // never kept empty
     const firstPollMs = firstPollDueMs(this.estimateOf(row), poll, elapsedMs, newestOut);
     let next = this.apply(row, { kind: 'poll-due', firstPollMs }).decision.effect;
     let current = row;
     let task: TaskResult | null = null;
     if (next.kind === 'poll') {
       const first = row.poll_interval_ms === 0;
-      const polls = this.pollsOut.get(key) ?? new Map<number, number>();
+      const polls = out ?? new Map<number, number>(); // nothing awaited since `out` was read
       this.pollsOut.set(key, polls.set(row.id, this.now()));
       try {
         task = await client.fetchTasksResults({ task_id: row.task_id! });

@@ -57,7 +57,6 @@ export class Walker {
   private readonly skipped = new Set<string>();
   /** Scans stat files on the event loop (see lookInline); off for polling watches and once a call was slow. */
   private statInline: boolean;
-
   private readonly inlineSlowMs: number;
 
   constructor(watch: WatchConfig, log: Logger, options: { inlineSlowMs?: number } = {}) {
