@@ -1,7 +1,7 @@
 /** File-system helpers: ignore rules, atomic writes, moves that never leave their folder. */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, link, lstat, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { safeFileName } from '@docex/shared';
 import { globMatcher, nameRegExp, type WatchConfig } from './config.ts';
@@ -152,8 +152,11 @@ const exists = (p: string) =>
     () => false,
   );
 
-/** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... */
-export async function freeTarget(dir: string, rel: string): Promise<string> {
+/**
+ * A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ...
+ * With `linkOf`, a name that is already a hard link of that file is given too (see moveInto).
+ */
+export async function freeTarget(dir: string, rel: string, linkOf?: string): Promise<string> {
   const parts = rel.split(/[\\/]/).map((p) => safeFileName(p));
   const wanted = inside(dir, parts.join(sep));
   const ext = extname(wanted);
@@ -161,7 +164,14 @@ export async function freeTarget(dir: string, rel: string): Promise<string> {
   for (let n = 1; ; n++) {
     const candidate = n === 1 ? wanted : `${stem} (${n})${ext}`;
     if (!(await exists(candidate))) return candidate;
+    if (linkOf !== undefined && (await sameFile(linkOf, candidate))) return candidate;
   }
+}
+
+/** Whether both names are one file (one inode): a hard link made by a move that a crash cut short. */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([lstat(a), lstat(b)].map((p) => p.catch(() => undefined)));
+  return x !== undefined && y !== undefined && x.ino === y.ino && x.dev === y.dev;
 }
 
 /**
@@ -172,7 +182,7 @@ export async function freeTarget(dir: string, rel: string): Promise<string> {
  */
 export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
   for (;;) {
-    const target = await freeTarget(dir, rel);
+    const target = await freeTarget(dir, rel, source);
     await mkdir(dirname(target), { recursive: true });
     try {
       await link(source, target);
@@ -180,6 +190,12 @@ export async function moveInto(source: string, dir: string, rel: string): Promis
       return target;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
+      // The name is the source's own link: a move before a crash linked it but did not remove the
+      // source. Finishing that move keeps one copy, not "a.pdf" and "a (2).pdf".
+      if (code === 'EEXIST' && (await sameFile(source, target))) {
+        await rm(source);
+        return target;
+      }
       if (code === 'EEXIST') continue;
       if (code === 'EXDEV') {
         try {

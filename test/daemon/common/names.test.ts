@@ -3,7 +3,7 @@
  * (they come from a scanned document) and must never add a folder level, leave the root, or make a
  * name a file system refuses.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { link, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -169,6 +169,18 @@ describe('collisions', () => {
     ]);
     expect(await readFile(first, 'utf8')).toBe('first');
     expect(await readFile(second, 'utf8')).toBe('second');
+  });
+
+  it('a move a crash cut short (linked, the source not yet removed) is finished, not made again under "a (2)"', async () => {
+    const root = await tempRoot();
+    const other = await moveInto(await source(root, 'other'), root, 'a.pdf'); // a.pdf: another file
+    const original = await source(root, 'mine');
+    await link(original, join(root, 'a (2).pdf')); // what the crashed move left
+    const moved = await moveInto(original, root, 'a.pdf');
+    expect(relative(root, moved)).toBe('a (2).pdf');
+    expect(await readFile(moved, 'utf8')).toBe('mine');
+    expect(await readFile(other, 'utf8')).toBe('other');
+    expect((await readdir(root)).sort()).toEqual(['a (2).pdf', 'a.pdf']); // the source is gone
   });
 });
 
