@@ -133,6 +133,54 @@ export async function writeAtomic(path: string, data: string | Uint8Array) {
   }
 }
 
+/**
+ * Folder fsyncs, grouped: a caller waits for an fsync of the folder that starts after its call (one
+ * already running may have begun before the caller's rename), and every caller that comes while one
+ * runs shares the next. So a rename is durable when the promise resolves, and many documents' result
+ * files pay one folder fsync per group rather than one each. `fsync` is injected for the tests.
+ */
+export function folderSyncer(fsync: (dir: string) => Promise<void>): (dir: string) => Promise<void> {
+  const syncs = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
+  return (dir) => {
+    let sync = syncs.get(dir);
+    if (!sync) syncs.set(dir, (sync = {}));
+    if (sync.next) return sync.next;
+    const state = sync;
+    const next: Promise<void> = (state.running ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        state.next = undefined;
+        state.running = next;
+        try {
+          await fsync(dir);
+        } finally {
+          if (state.running === next) state.running = undefined;
+          if (!state.running && !state.next) syncs.delete(dir);
+        }
+      });
+    state.next = next;
+    return next;
+  };
+}
+
+/** Where a folder cannot be opened for an fsync or does not take one, its entries are as durable as the file system makes them. */
+const FOLDER_SYNC_UNSUPPORTED = new Set(['EINVAL', 'EISDIR', 'ENOTSUP', 'EOPNOTSUPP', 'EPERM', 'EACCES']);
+
+async function fsyncFolder(dir: string) {
+  let handle;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch (error) {
+    if (!FOLDER_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** Makes the entries of `dir` (renames into it) durable, grouped with concurrent callers (folderSyncer). */
+export const syncFolder = folderSyncer(fsyncFolder);
+
 /** Removes the temp files of writes a crash cut short (`.<name>.<8 hex>.tmp`) under `dir`; returns how many. */
 export async function removeStaleTemps(dir: string): Promise<number> {
   let entries;

@@ -51,6 +51,14 @@ export interface StartOptions {
   mailboxRetry?: Partial<MailboxRetry>;
 }
 
+/**
+ * How long the daemon's state changes gather before they commit (group commit, StateDb): the
+ * changes of the files in flight share a commit instead of paying one each per event-loop turn.
+ * Effects that must follow a durable state wait for it (`durable()`), so this only bounds what a
+ * crash makes the daemon redo.
+ */
+const COMMIT_WINDOW_MS = 5;
+
 export async function startDaemon(
   config: Config,
   client: DocexClient,
@@ -58,7 +66,7 @@ export async function startDaemon(
   options: StartOptions = {},
 ): Promise<RunningDaemon> {
   const now = steadyClock(options.wallClock, options.monotonic);
-  const db = new StateDb(config.state_db);
+  const db = new StateDb(config.state_db, undefined, { commitWindowMs: COMMIT_WINDOW_MS });
   try {
     db.lockExclusive(Date.now());
   } catch (error) {

@@ -52,6 +52,7 @@ import { RunState, type RunEvents } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
 import { DISK_RECHECK_MS } from './disk-space.ts';
 import { stateDbSpace, type StateDbRoomConfig } from '../common/disk.ts';
+import { crashPoint } from '../common/crash-point.ts';
 
 /**
  * What the pipeline reads of the config: the watches and the mailboxes' spool folders it carries
@@ -431,7 +432,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     db.flush();
   }
 
-  /** Stores the task id the service gave; kept in memory until that commit succeeds. */
+  /**
+   * Stores the task id the service gave, committed with the batch (group commit): a crash before
+   * that commit sends the file again, as one during the request would, and the next upload's
+   * `durable()` commits it, so at most api.concurrency answers are ever uncommitted. Kept in memory
+   * until the commit succeeded (a commit that failed for lack of room: see redoAfterDiskPause).
+   */
   private storeAnswer(uploading: FileRow, taskId: string) {
     this.unsavedAnswers.set(uploading.id, { row: uploading, taskId });
     this.apply(uploading, {
@@ -439,8 +445,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       taskId,
       firstPollMs: firstPollDelayMs(this.estimateOf(uploading), this.deps.config.poll),
     });
-    this.deps.db.flush();
-    this.unsavedAnswers.delete(uploading.id);
+    crashPoint('answer-stored');
+    this.deps.db.durable().then(
+      () => this.unsavedAnswers.delete(uploading.id),
+      () => undefined, // the batch's failure pauses work (onCommitFailed); the answer is stored on resume
+    );
   }
 
   private startDue(now: number): number {
@@ -557,7 +566,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
     if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return;
     const uploading = this.apply(row, { kind: 'upload-starting' }).row;
-    db.flush(); // the attempt is on disk before the request leaves
+    await db.durable(); // the attempt is on disk before the request leaves (one commit for the turn's uploads)
     let taskId: string;
     try {
       const answer = await client.uploadFile(
@@ -719,6 +728,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     // Where the JSON written by this process says the original goes; unknown after a restart, so
     // the JSON is then corrected whatever the target.
     let planned = this.plannedArchives.get(row.id);
+    // The row's `done` is committed before its original moves: a crash after the move then
+    // finds the source gone and only records it (never polls and writes the results again).
+    await this.deps.db.durable();
     const step = reviewStepOf(row);
     if (step === 'hold') return this.holdForReview(watch, row);
     // An approved file's original waits in review_dir: it is archived from there.
@@ -739,6 +751,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         );
         if (there) {
           const target = await moveInto(source, watch.processed_dir!, row.archive_rel ?? row.rel);
+          crashPoint('original-moved');
           movedTo = target;
           if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(
@@ -786,6 +799,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const { log } = this.deps;
     const watch = this.watches.get(row.watch);
     if (!watch) return;
+    await this.deps.db.durable(); // `failed` (and its reason) is committed before the file moves
     try {
       const there = await lstat(row.path).then(
         () => true,

@@ -5,6 +5,7 @@
  */
 import { stringify } from 'csv-stringify/sync';
 import { open, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import {
   generalFieldsOf,
@@ -14,7 +15,8 @@ import {
   type DocumentData,
   type TaskResult,
 } from '@docex/shared';
-import { inside, writeAtomic } from '../common/files.ts';
+import { crashPoint } from '../common/crash-point.ts';
+import { inside, syncFolder, writeAtomic } from '../common/files.ts';
 import type { MailSource } from '../store/state.ts';
 
 /** The template's fields in display order, and how it writes numbers. */
@@ -309,6 +311,9 @@ export class ResultWriter {
       };
       written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
     }
+    // The folder entries too, before the original can be archived: after a power loss the results
+    // of an archived file are there (one folder fsync per group of documents, syncFolder).
+    await Promise.all([...new Set(written.map((path) => dirname(path)))].map((dir) => syncFolder(dir)));
     if (ctx.base !== undefined) this.reserved.delete(inside(target.output, base)); // on disk now
     return written;
   }
@@ -395,12 +400,17 @@ interface DailyFile {
   keys: Set<string>;
 }
 
-/**
- * Appends one row per document to a day's CSV: the header once (at creation, the day's first
- * template decides the field columns; later rows fill the columns they share with it), each row
- * in one append, a torn last line from a crash cut off before the next append, appends in this
- * process one after another.
- */
+/** A row waiting for its group's append (DailyCsv.append). */
+interface QueuedRow {
+  path: string;
+  record: DailyRecord;
+  fields: ReadonlyArray<readonly [string, unknown]>;
+  dialect: CsvDialect;
+  again: boolean;
+  resolve: (appended: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
  * Daily files remembered at once (least recently used first out): a day's file is appended to for
  * a day, then never again, so a long run keeps the current days' files only. One that is appended
@@ -408,11 +418,26 @@ interface DailyFile {
  */
 const DAILY_FILES_KEPT = 8;
 
+/**
+ * Appends one row per document to a day's CSV: the header once (at creation, the day's first
+ * template decides the field columns; later rows fill the columns they share with it), a torn last
+ * line from a crash cut off before the next append, appends in this process one after another.
+ *
+ * Group append: the rows that arrive while an append is on its way to the disk go together in the
+ * next one (one open, write and fsync for all of them), so a busy daemon pays one fsync per group,
+ * not per document, and a quiet one waits for nothing (a lone row is appended at once). A row's
+ * promise resolves once its group is fsynced.
+ */
 export class DailyCsv {
   /** In order of last use; at most DAILY_FILES_KEPT. A file's key set holds one entry per row of its day. */
   private readonly files = new Map<string, DailyFile>();
   private chain: Promise<unknown> = Promise.resolve();
+  /** Rows for the next group; its append is on the chain once the first of them came. */
+  private queued: QueuedRow[] = [];
+  /** Appends made (each one write and one fsync), for the tests of grouping. */
+  appends = 0;
 
+  /** Appends the row (false: the file already has it, from before a crash). */
   append(
     path: string,
     record: DailyRecord,
@@ -420,40 +445,61 @@ export class DailyCsv {
     dialect: CsvDialect,
     options: { again?: boolean } = {},
   ): Promise<boolean> {
-    const next = this.chain.then(() => this.appendNow(path, record, fields, dialect, options.again ?? false));
-    this.chain = next.catch(() => undefined);
-    return next;
+    return new Promise((resolve, reject) => {
+      this.queued.push({ path, record, fields, dialect, again: options.again ?? false, resolve, reject });
+      if (this.queued.length === 1) this.chain = this.chain.then(() => this.appendQueued());
+    });
   }
 
-  private async appendNow(
-    path: string,
-    record: DailyRecord,
-    fields: ReadonlyArray<readonly [string, unknown]>,
-    dialect: CsvDialect,
-    again: boolean,
-  ): Promise<boolean> {
-    const key = `${String(record.document_id)}\u0000${String(record.source_file)}`;
-    const file = this.files.get(path) ?? (await this.load(path, dialect));
-    const handle = await open(path, 'a+');
-    try {
-      let text = '';
+  /** Takes every row queued so far: one append per daily file among them. */
+  private async appendQueued() {
+    const rows = this.queued;
+    this.queued = [];
+    const byPath = new Map<string, QueuedRow[]>();
+    for (const row of rows) {
+      const group = byPath.get(row.path);
+      if (group) group.push(row);
+      else byPath.set(row.path, [row]);
+    }
+    for (const [path, group] of byPath) {
+      try {
+        const appended = await this.appendGroup(path, group);
+        group.forEach((row, i) => row.resolve(appended[i]!));
+      } catch (error) {
+        for (const row of group) row.reject(error);
+      }
+    }
+  }
+
+  private async appendGroup(path: string, group: QueuedRow[]): Promise<boolean[]> {
+    const file = this.files.get(path) ?? (await this.load(path, group[0]!.dialect));
+    const added = new Set<string>();
+    let text = '';
+    const appended = group.map(({ record, fields, dialect, again }) => {
+      const key = `${String(record.document_id)}\u0000${String(record.source_file)}`;
       if (file.header.length === 0) {
         file.header = [...DAILY_COLUMNS, ...fields.map(([n]) => n)];
-        text = csv([file.header], dialect);
-      } else if (file.keys.has(key) && !again) {
-        this.remember(path, file);
-        return false;
-      }
+        text += csv([file.header], dialect);
+      } else if ((file.keys.has(key) || added.has(key)) && !again) return false;
       const values = new Map<string, unknown>([...Object.entries(record), ...fields]);
       text += csv([file.header.map((c) => values.get(c))], dialect, false);
-      await handle.appendFile(text);
-      await handle.sync();
-      file.keys.add(key);
-      this.remember(path, file);
+      added.add(key);
       return true;
-    } finally {
-      await handle.close();
+    });
+    if (text !== '') {
+      const handle = await open(path, 'a');
+      try {
+        await handle.appendFile(text);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      this.appends++;
+      crashPoint('daily-appended');
     }
+    for (const key of added) file.keys.add(key);
+    this.remember(path, file);
+    return appended;
   }
 
   private remember(path: string, file: DailyFile) {

@@ -5,14 +5,18 @@
  * Durability (docs/daemon.md, "The delivery guarantee"): WAL with synchronous=NORMAL. A commit is in
  * the WAL file before the call returns, so a crash of the process (kill -9) loses nothing committed;
  * a power loss or kernel crash can lose the last commits (never corrupt the DB), which the pipeline
- * survives like a crash a moment earlier. Writes are batched: the first write of an event-loop turn
- * opens a transaction that commits at the end of the turn; `flush()` commits at once, and the
- * pipeline calls it before every side effect that must follow a durable state (an upload).
+ * survives like a crash a moment earlier. Writes are batched (group commit): the first write opens a
+ * transaction that commits at the end of the event-loop turn, or, with `commitWindowMs`, when that
+ * window has passed (a daemon's many files then share a commit) or once BATCH_WRITES writes are in
+ * it. `durable()` resolves once everything written so far is committed, committing at the end of the
+ * turn, so that every caller of one turn shares one commit; the pipeline awaits it before every side
+ * effect that must follow a durable state (an upload, moving an original). `flush()` commits at once.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { crashPoint } from '../common/crash-point.ts';
 import { StateDbUnusableError } from '../common/exit.ts';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
 
@@ -249,11 +253,37 @@ function unusable(path: string, error: unknown): unknown {
  */
 export const PAGE_CACHE_KIB = 2048;
 
+/**
+ * Writes in one batch after which it commits at the end of the turn rather than at the end of its
+ * window: a scan's thousands of new rows are not held in an open transaction (and its WAL pages in
+ * memory) for the window.
+ */
+const BATCH_WRITES = 1000;
+
+export interface StateDbOptions {
+  /**
+   * How long a batch of writes may stay open before it commits, in ms; 0 (the default, for the
+   * commands): at the end of the event-loop turn. The daemon's pipeline uses a few ms: its effects
+   * that must follow a durable state await `durable()`, so the window only delays what a crash may
+   * redo anyway (docs/daemon.md, "The delivery guarantee").
+   */
+  commitWindowMs?: number;
+}
+
 export class StateDb {
   readonly db: Database.Database;
   readonly path: string;
   private readonly statements = new Map<string, Database.Statement>();
   private batchOpen = false;
+  /** Writes in the open batch (see BATCH_WRITES). */
+  private batchWrites = 0;
+  /** The open batch's commit: at the end of its window, or (`Immediate`) at the end of the turn. */
+  private commitTimer: { window: NodeJS.Timeout } | { turn: NodeJS.Immediate } | undefined;
+  private readonly commitWindowMs: number;
+  /** Batches committed by this instance (what group commit saves shows in it; tests). */
+  commits = 0;
+  /** Callers of durable() waiting for the open batch's commit. */
+  private waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
   /** Rows with a job running in this process: finding due work leaves them out. */
   private readonly leased = new Set<number>();
   /** The watches table (a handful of rows), read once and kept in step with this instance's writes. */
@@ -263,9 +293,10 @@ export class StateDb {
   private commitFailed: ((error: unknown) => boolean) | undefined;
 
   /** `bytes`: an in-memory copy of the DB at `path` (copyOf), nothing opened on disk. */
-  constructor(path: string, bytes?: Buffer) {
+  constructor(path: string, bytes?: Buffer, options: StateDbOptions = {}) {
     if (!bytes) mkdirSync(dirname(path), { recursive: true });
     this.path = path;
+    this.commitWindowMs = options.commitWindowMs ?? 0;
     this.db = new Database(bytes ?? path);
     try {
       this.db.pragma('journal_mode = WAL');
@@ -360,15 +391,39 @@ export class StateDb {
     if (!this.batchOpen) {
       this.db.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
-      setImmediate(() => this.commit(false));
+      this.batchWrites = 0;
+      this.commitTimer =
+        this.commitWindowMs > 0
+          ? { window: setTimeout(() => this.commit(false), this.commitWindowMs) }
+          : { turn: setImmediate(() => this.commit(false)) };
     }
     try {
       return fn();
     } catch (error) {
       // SQLite may have rolled the whole batch back (SQLITE_FULL, SQLITE_IOERR): none of it is kept.
-      if (!this.db.inTransaction) this.rolledBack();
+      if (!this.db.inTransaction) this.rolledBack(error);
       throw error;
+    } finally {
+      if (++this.batchWrites === BATCH_WRITES && this.commitWindowMs > 0) this.commitAtEndOfTurn();
     }
+  }
+
+  /** The open batch commits at the end of this turn instead of at the end of its window. */
+  private commitAtEndOfTurn() {
+    if (!this.commitTimer || !('window' in this.commitTimer)) return;
+    clearTimeout(this.commitTimer.window);
+    this.commitTimer = { turn: setImmediate(() => this.commit(false)) };
+  }
+
+  /**
+   * Resolves once every write made so far is committed; rejects with the commit's error when it
+   * failed (a full disk: the batch was rolled back, so the effect waiting for it must not happen).
+   * The commit happens at the end of this event-loop turn: every caller of the turn shares it.
+   */
+  durable(): Promise<void> {
+    if (!this.batchOpen) return Promise.resolve();
+    this.commitAtEndOfTurn();
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
   /**
@@ -381,9 +436,27 @@ export class StateDb {
   }
 
   /** The batch is gone: what this instance keeps of the DB is read again. */
-  private rolledBack() {
-    this.batchOpen = false;
+  private rolledBack(error: unknown) {
+    this.endBatch();
     this.paused = undefined;
+    this.settle(error);
+  }
+
+  private endBatch() {
+    this.batchOpen = false;
+    if (this.commitTimer && 'window' in this.commitTimer) clearTimeout(this.commitTimer.window);
+    else if (this.commitTimer) clearImmediate(this.commitTimer.turn);
+    this.commitTimer = undefined;
+  }
+
+  /** Tells the callers of durable() how their batch ended. */
+  private settle(error?: unknown) {
+    const waiting = this.waiting;
+    if (waiting.length === 0) return;
+    this.waiting = [];
+    for (const w of waiting)
+      if (error === undefined) w.resolve();
+      else w.reject(error);
   }
 
   /**
@@ -404,15 +477,20 @@ export class StateDb {
 
   private commit(throwHandled: boolean) {
     if (!this.batchOpen) return;
-    this.batchOpen = false;
-    if (!this.db.open || !this.db.inTransaction) return;
+    this.endBatch();
+    if (!this.db.open || !this.db.inTransaction)
+      return this.settle(new Error(`the state DB ${this.path} was closed`));
+    crashPoint('state-commit');
     try {
       this.db.exec('COMMIT');
     } catch (error) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      this.rolledBack();
+      this.rolledBack(error);
       if (!this.commitFailed?.(error) || throwHandled) throw error;
+      return;
     }
+    this.commits++;
+    this.settle();
   }
 
   /** The row that currently owns this path (in the pipeline, or kept in place after success). */
