@@ -292,6 +292,15 @@ export default async function ingestBench(): Promise<BenchRow[]> {
       rows.push({ measure, value: median(runs[a].map(rate)) / median(runs[b].map(rate)), unit: 'x', note });
   };
   ratio('daemon', 'baseline', 'docex-sync / plain loop (median files/s)', 'goal >= 0.90');
+  if (runs.daemon.length && runs.baseline.length) {
+    const cpu = (c: Case) => median(runs[c].map((r) => r.cpuMs / FILES));
+    rows.push({
+      measure: 'docex-sync / plain loop (median CPU per file)',
+      value: cpu('daemon') / cpu('baseline'),
+      unit: 'x',
+      note: 'goal <= 2.0',
+    });
+  }
   ratio('durable', 'baseline', 'plain loop + guarantees / plain loop', 'the price of the guarantees alone');
   ratio('daemon', 'durable', 'docex-sync / plain loop + guarantees');
   return rows;
