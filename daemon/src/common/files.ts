@@ -105,17 +105,21 @@ const madeDirs = new Set<string>();
 const MADE_DIRS_MAX = 4096;
 const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
 
+/** Makes `dir` (and its parents) unless this process made or found it before (see madeDirs). */
+async function ensureFolder(dir: string) {
+  if (madeDirs.has(dir)) return;
+  await mkdir(dir, { recursive: true });
+  if (madeDirs.size >= MADE_DIRS_MAX) madeDirs.clear();
+  madeDirs.add(dir);
+}
+
 /**
  * Writes through a temp file, flushed to disk, and a rename: a reader never sees half a file, and
  * after a power loss the file is either the old one or the whole new one.
  */
 export async function writeAtomic(path: string, data: string | Uint8Array) {
   const dir = dirname(path);
-  if (!madeDirs.has(dir)) {
-    await mkdir(dir, { recursive: true });
-    if (madeDirs.size >= MADE_DIRS_MAX) madeDirs.clear();
-    madeDirs.add(dir);
-  }
+  await ensureFolder(dir);
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
   try {
     const file = await open(temp, 'wx');
@@ -229,15 +233,22 @@ async function sameFile(a: string, b: string): Promise<boolean> {
  * given the same name at the same moment (names from the data) both keep theirs. Returns the new path.
  */
 export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
+  let remade = false;
   for (;;) {
     const target = await freeTarget(dir, rel, source);
-    await mkdir(dirname(target), { recursive: true });
+    const folder = dirname(target);
+    await ensureFolder(folder);
     try {
       await link(source, target);
       await rm(source);
       return target;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
+      // The folder was made by this process once and may have been removed since: made again, once.
+      if (code === 'ENOENT' && !remade && madeDirs.delete(folder)) {
+        remade = true;
+        continue;
+      }
       // The name is the source's own link: a move before a crash linked it but did not remove the
       // source. Finishing that move keeps one copy, not "a.pdf" and "a (2).pdf".
       if (code === 'EEXIST' && (await sameFile(source, target))) {

@@ -182,6 +182,18 @@ describe('collisions', () => {
     expect(await readFile(other, 'utf8')).toBe('other');
     expect((await readdir(root)).sort()).toEqual(['a (2).pdf', 'a.pdf']); // the source is gone
   });
+
+  it('a folder a move made once is made again when it was removed since; a missing source fails once, no loop', async () => {
+    const root = await tempRoot();
+    const first = await moveInto(await source(root, 'one'), root, 'sub/a.pdf');
+    await rm(join(root, 'sub'), { recursive: true });
+    const second = await moveInto(await source(root, 'two'), root, 'sub/a.pdf');
+    expect(second).toBe(first);
+    expect(await readFile(second, 'utf8')).toBe('two');
+    await expect(moveInto(join(root, 'no-such-file'), root, 'sub/b.pdf')).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+  });
 });
 
 let sources = 0;
