@@ -6,7 +6,7 @@
  * recovers cannot pass by luck. Unset, a point costs one comparison.
  */
 export type CrashPointName =
-  /** A state DB batch is about to commit (its writes are lost with the process). */
+  /** A state DB batch of several writes is about to commit (they are lost with the process). */
   | 'state-commit'
   /** An upload's task id is in the open batch, not committed. */
   | 'answer-stored'

@@ -88,7 +88,8 @@ describe('group commit: kill -9 at an exact moment, then a restart', () => {
   }, 90_000);
 
   it('mid-batch (a commit holding several files’ changes is lost): every file ends archived once', async () => {
-    const { before, uploads } = await crashThenRestart('state-commit@12');
+    // The fifth batch of several writes: a run of these eight files commits about a dozen.
+    const { before, uploads } = await crashThenRestart('state-commit@5');
     // The crash came while files were in flight, not before or after all of them.
     expect([...before.values()].some((s) => s !== 'archived')).toBe(true);
     await expectEveryFileDeliveredOnce(uploads);
