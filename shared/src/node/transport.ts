@@ -5,7 +5,6 @@
  * server really sees in flight.
  */
 import { open, stat } from 'node:fs/promises';
-import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
@@ -24,6 +23,7 @@ import {
 } from '../core/errors.ts';
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
 import { collectingPacer } from './collect.ts';
+import { LargeReadHttpAgent } from './large-reads.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
 import { parseProxyUrl, proxyFromEnv, type ProxyEnv } from '../core/proxy.ts';
 import {
@@ -150,7 +150,8 @@ export class NodeTransport implements Transport {
       const common = keepAlive ? { keepAlive, timeout: idle, ...ca } : { keepAlive, ...ca };
       return this.route
         ? { http: new HttpTunnelAgent(this.route, common), https: new HttpsTunnelAgent(this.route, common) }
-        : { http: new HttpAgent(common), https: new HttpsAgent(common) };
+        : // Plain HTTP reads 1 MiB per system call into a reused buffer (large-reads.ts).
+          { http: new LargeReadHttpAgent(common), https: new HttpsAgent(common) };
     };
     // Built once: got merges these defaults into each request far more cheaply than full options.
     this.pooled = got.extend({
