@@ -12,8 +12,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { saveBinary } from '@docex/shared/node';
-import { LargeReadHttpAgent } from '../../shared/src/node/large-reads.ts';
+import { LargeReadHttpAgent, saveBinary } from '@docex/shared/node';
 import { localServer, nodeClient, type LocalServer } from '../support/client.ts';
 
 const MiB = 1024 * 1024;

@@ -41,11 +41,12 @@ export class LargeReadHttpAgent extends HttpAgent {
       ...options,
       onread: {
         buffer: this.buffer,
-        callback: (bytes: number, buffer: Uint8Array) => {
+        callback: (bytes: number, buffer: Uint8Array): boolean => {
           socket.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, bytes));
+          return true; // go on reading (the client pauses the socket itself when it must)
         },
       },
-    } as NetConnectOpts);
+    });
     return socket;
   }
 }
