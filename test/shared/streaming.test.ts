@@ -232,7 +232,11 @@ describe('download', () => {
   });
 });
 
-describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way closes its file', () => {
+// The CLI reads upload files on the main thread (syncFileReads); everything else in the thread pool.
+describe.runIf(existsSync('/proc/self/fd')).each([
+  ['in the thread pool', false],
+  ['on the main thread', true],
+])('an upload that stops half-way closes its file, files read %s', (_, syncFileReads) => {
   const handlesOn = (path: string) =>
     readdirSync('/proc/self/fd').filter((fd) => {
       try {
@@ -257,7 +261,7 @@ describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way close
     });
     try {
       const controller = new AbortController();
-      const client = nodeClient({ baseUrl: server.url, timeoutMs: 300 });
+      const client = nodeClient({ baseUrl: server.url, timeoutMs: 300, syncFileReads });
       const upload = client.uploadFile({ files: [{ path }] }, { signal: controller.signal });
       if (how === 'aborted') setTimeout(() => controller.abort(), 100);
       const error = await caught(upload);
@@ -283,7 +287,7 @@ describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way close
       });
     });
     try {
-      const client = nodeClient({ baseUrl: server.url });
+      const client = nodeClient({ baseUrl: server.url, syncFileReads });
       const error = await caught(client.uploadFile({ files: [{ path }] }));
       expect(error).toBeInstanceOf(DocexConnectionError);
       expect((error as Error).message).toMatch(/shrank while it was being uploaded/);
@@ -310,7 +314,7 @@ describe.runIf(existsSync('/proc/self/fd'))('an upload that stops half-way close
       });
     });
     try {
-      const client = nodeClient({ baseUrl: server.url, retry: { maxRetries: 0 } });
+      const client = nodeClient({ baseUrl: server.url, retry: { maxRetries: 0 }, syncFileReads });
       const error = await caught(client.uploadFile({ files: [{ path }] }));
       expect(error).toBeInstanceOf(DocexServerError);
       expect(handlesOn(path)).toBe(0);

@@ -86,6 +86,9 @@ export function clientFrom(
     timeoutMs: settings.api.timeout_ms,
     retry: { maxRetries: settings.api.max_retries },
     userAgent: 'docex-cli/0.1',
+    // One command at a time, nothing else on the event loop: uploads read their files without the
+    // thread pool (less CPU per byte; see NodeTransportOptions.syncFileReads).
+    syncFileReads: true,
     ...connectionFrom(config, env, where, debug, (line) => warn(`docex ${line}`)),
   });
 }

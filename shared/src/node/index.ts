@@ -14,6 +14,7 @@ export {
   type NodeTransportOptions,
   type ThrottleOptions,
 } from './transport.ts';
+export { LargeReadHttpAgent } from './large-reads.ts';
 
 export interface NodeClientOptions extends NodeTransportOptions {
   timeoutMs?: number;
