@@ -274,7 +274,8 @@ describe('local failures are visible', () => {
     expect(daemon.db.lastErrors()[0]!.blocked).toContain('could not write the results');
     expect(daemon.db.counts().failed).toBe(0);
     await rm(results);
-    await mkdir(results);
+    // The daemon's next try makes the folder itself once the file is gone; either way it is there.
+    await mkdir(results, { recursive: true });
     await until('archived', () => daemon.db.counts().archived === 1, 20_000);
     expect(daemon.db.blocked()).toEqual([]);
   });
