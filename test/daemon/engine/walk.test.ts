@@ -133,3 +133,59 @@ describe('look: stats on the event loop for a local watch', () => {
     expect(slow.lines.filter((l) => l.includes('answers slowly'))).toHaveLength(1);
   });
 });
+
+describe('walk: the next folder is read while a batch is handled', () => {
+  async function folders(n: number, files: number) {
+    const base = await mkdtemp(join(tmpdir(), 'docex-walk-'));
+    cleanups.push(() => rm(base, { recursive: true, force: true }));
+    const root = join(base, 'inbox');
+    for (let d = 0; d < n; d++) {
+      await mkdir(join(root, `d${d}`), { recursive: true });
+      for (let f = 0; f < files; f++) await writeFile(join(root, `d${d}`, `f${f}.pdf`), 'x');
+    }
+    return { base, root };
+  }
+
+  it('one batch at a time, every file once, and the walk returns only after the last batch', async () => {
+    const { base, root } = await folders(4, 3);
+    const { walker: w } = walker(root, base, { recursive: true });
+    const events: string[] = [];
+    let running = 0;
+    const seen: string[] = [];
+    const count = await w.walk(root, {
+      entering: async (dir) => void events.push(`enter ${dir.slice(root.length) || '/'}`),
+      batch: async (listed) => {
+        running++;
+        expect(running).toBe(1);
+        events.push(`batch ${listed[0]!.rel.split('/')[0]}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        seen.push(...listed.map((l) => l.rel));
+        events.push('batch done');
+        running--;
+      },
+    });
+    expect(count).toBe(12);
+    expect(seen.sort()).toEqual([0, 1, 2, 3].flatMap((d) => [0, 1, 2].map((f) => `d${d}/f${f}.pdf`)).sort());
+    // A folder is entered (watched, then read) while the batch before it is being handled.
+    const first = events.findIndex((e) => e.startsWith('batch d'));
+    expect(events[0]).toBe('enter /');
+    expect(events[first + 1]).toMatch(/^enter \/d/);
+    expect(events.filter((e) => e.startsWith('enter'))).toHaveLength(5);
+  });
+
+  it('a batch that fails fails the walk', async () => {
+    const { base, root } = await folders(3, 2);
+    const { walker: w } = walker(root, base, { recursive: true });
+    let calls = 0;
+    await expect(
+      w.walk(root, {
+        batch: async () => {
+          calls++;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          throw new Error('no room');
+        },
+      }),
+    ).rejects.toThrow('no room');
+    expect(calls).toBe(1);
+  });
+});
