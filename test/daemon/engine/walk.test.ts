@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isExcluded, isIgnored, isIgnoredInFolder } from '../../../daemon/src/common/files.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
+import { SlowCalls, Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
 import { watchIn } from '../helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -123,7 +123,7 @@ describe('look: stats on the event loop for a local watch', () => {
     expect([skipped(inline.lines), skipped(async.lines)]).toEqual([2, 2]);
   });
 
-  it('after one slow call, says so once and looks at the rest off the event loop, with the same result', async () => {
+  it('after slow calls, says so once and looks at the rest off the event loop, with the same result', async () => {
     const { base, root, listed } = await tree();
     const slow = walker(root, base, { recursive: true }, -1); // every call counts as slow
     const found = await slow.walker.look(listed);
@@ -131,6 +131,20 @@ describe('look: stats on the event loop for a local watch', () => {
     expect(found).toHaveLength(300);
     expect(again).toEqual(found);
     expect(slow.lines.filter((l) => l.includes('answers slowly'))).toHaveLength(1);
+  });
+
+  it('a lone late call (the process waited for a CPU) does not turn them off; three within 1,000 calls do', () => {
+    const run = (slowAt: number[], calls = 3000) => {
+      const counter = new SlowCalls();
+      for (let n = 1; n <= calls; n++) if (counter.count(slowAt.includes(n))) return n;
+      return undefined;
+    };
+    expect(run([])).toBeUndefined();
+    expect(run([10])).toBeUndefined();
+    expect(run([10, 600, 1200, 1800, 2400])).toBeUndefined(); // never 3 within 1,000 calls
+    expect(run([10, 11, 12])).toBe(12);
+    expect(run([10, 600, 1009])).toBe(1009);
+    expect(run([10, 600, 1010, 1500])).toBe(1500);
   });
 });
 
