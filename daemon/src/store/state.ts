@@ -273,6 +273,8 @@ export class StateDb {
   private paused: PausedWatch[] | undefined;
   private lock: Database.Database | undefined;
   private dataVersion: number | undefined;
+  /** Writes this connection made (see mark): any write, committed or not. */
+  private writes = 0;
   private commitFailed: ((error: unknown) => boolean) | undefined;
 
   /** `bytes`: an in-memory copy of the DB at `path` (copyOf), nothing opened on disk. */
@@ -370,6 +372,7 @@ export class StateDb {
 
   /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
   private write<T>(fn: () => T): T {
+    this.writes++;
     if (!this.batchOpen) {
       this.db.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
@@ -408,6 +411,18 @@ export class StateDb {
     const changed = this.dataVersion !== undefined && version !== this.dataVersion;
     this.dataVersion = version;
     return changed;
+  }
+
+  /**
+   * What the DB holds now, to be compared with `changedSince`: this connection's writes and
+   * SQLite's data_version (another connection's commits). Reads nothing from the tables.
+   */
+  mark(): string {
+    return `${this.writes}:${String(this.db.pragma('data_version', { simple: true }))}`;
+  }
+  /** Whether anything was written to the DB, by this process or another, since `mark` returned `at`. */
+  changedSince(at: string): boolean {
+    return this.mark() !== at;
   }
 
   /** Commits the open batch now; when that fails (a full disk), the batch is rolled back and the error thrown. */
