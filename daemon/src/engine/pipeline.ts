@@ -39,7 +39,7 @@ import { ResultWriter } from '../outputs/results.ts';
 import { decideReview, ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from './routes.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
-import type { StateDb } from '../store/state.ts';
+import type { KnownFile, StateDb } from '../store/state.ts';
 import {
   firstPollDelayMs,
   firstPollDueMs,
@@ -308,6 +308,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     look: (listed: Listed[]) => Promise<Candidate[]>,
   ): Promise<number> {
     const { db, log } = this.deps;
+    const before = db.mark();
     const unheld = db
       .unheld(
         watch.path,
@@ -317,12 +318,17 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (unheld.length === 0) return 0;
     const files = await look(unheld);
     if (files.length === 0) return 0;
-    // Read right before recording: an event may have recorded some of them meanwhile.
-    const known = db.known(
-      watch.path,
-      files.map((f) => f.path),
-      watch.on_success === 'keep',
-    );
+    // Read right before recording: an event may have recorded some of them meanwhile. Unless
+    // nothing was written since `unheld` (the start-up scan of a large tree, mostly): then no row
+    // holds any of them now either, and only `keep` must see the archived rows `unheld` left out.
+    const known =
+      watch.on_success === 'keep' || db.changedSince(before)
+        ? db.known(
+            watch.path,
+            files.map((f) => f.path),
+            watch.on_success === 'keep',
+          )
+        : new Map<string, KnownFile>();
     const fresh = files.filter((f) => isNewWork(f, known.get(f.path), watch.on_success));
     if (fresh.length) {
       try {

@@ -15,8 +15,17 @@ import { freeTarget, isExcluded, isIgnored, isIgnoredInFolder } from '../common/
 const STAT_BATCH = 64;
 /** Inline stats yield to the event loop after this long. */
 const INLINE_SLICE_MS = 10;
-/** One inline lstat slower than this turns inline stats off for the watch. */
+/** An inline lstat slower than this is slow; INLINE_SLOW_CALLS of them close together turn inline stats off. */
 const INLINE_SLOW_MS = 50;
+/**
+ * Slow inline calls within INLINE_SLOW_WINDOW calls that turn inline stats off for the watch. One
+ * is not enough: on a busy machine a call is now and then 50 ms late because the process waited
+ * for a CPU, and a single one turned a 1,000,000-file scan over to the async way (measured on a
+ * loaded machine: 1.4x the CPU, 30-85 MB more). A file system that answers slowly is slow again at
+ * once.
+ */
+const INLINE_SLOW_CALLS = 3;
+const INLINE_SLOW_WINDOW = 1000;
 
 /** A file found by the watcher or a scan: named and looked at (lstat). */
 export interface Candidate {
@@ -39,7 +48,11 @@ const LIST_BATCH = 1000;
 export interface WalkOptions {
   /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
   entering?: (dir: string) => Promise<void>;
-  /** Called with the files listed, a folder (or a slice of one) at a time; the walk waits for it. */
+  /**
+   * Called with the files listed, a folder (or a slice of one) at a time. One call at a time: the
+   * walk reads the next folder while a call runs, and waits for it before the next call and before
+   * it returns.
+   */
   batch: (listed: Listed[]) => Promise<void>;
   /** Called for each file listed (the progress count of the start-up scan). */
   found?: () => void;
@@ -55,9 +68,10 @@ export class Walker {
    * path still there is logged once more) so a share full of symlinks cannot grow it without end.
    */
   private readonly skipped = new Set<string>();
-  /** Scans stat files on the event loop (see lookInline); off for polling watches and once a call was slow. */
+  /** Scans stat files on the event loop (see lookInline); off for polling watches and once calls were slow. */
   private statInline: boolean;
   private readonly inlineSlowMs: number;
+  private readonly slowCalls = new SlowCalls();
 
   constructor(watch: WatchConfig, log: Logger, options: { inlineSlowMs?: number } = {}) {
     this.watch = watch;
@@ -86,6 +100,15 @@ export class Walker {
    */
   async walk(dir: string, options: WalkOptions): Promise<number> {
     let listed = 0;
+    // The batch being handled. A start-up scan's batch is mostly work on the event loop (inline
+    // lstat, SQLite) while reading a folder is the thread pool's: the next folder is read meanwhile
+    // (at 1,000,000 files the reads were ~2 s of an idle event loop).
+    let handling: Promise<void> | undefined;
+    const hand = async (files: Listed[]) => {
+      await handling;
+      handling = options.batch(files);
+      handling.catch(() => undefined); // awaited before the next batch and at the end
+    };
     // Paths and relative names by concatenation: path.join and path.relative for each of 100,000
     // files are most of a walk's garbage.
     // `entered`: the walk entered this folder past isExcluded (or it is the watched folder), so a
@@ -121,17 +144,21 @@ export class Walker {
         options.found?.();
         if (files.length === LIST_BATCH) {
           listed += files.length;
-          await options.batch(files);
+          await hand(files);
           files = [];
         }
       }
       if (files.length > 0) {
         listed += files.length;
-        await options.batch(files);
+        await hand(files);
       }
     };
     const rel = relative(this.watch.path, dir);
-    await walk(dir, rel ? rel + sep : '', !rel);
+    try {
+      await walk(dir, rel ? rel + sep : '', !rel);
+    } finally {
+      await handling;
+    }
     return listed;
   }
 
@@ -152,9 +179,10 @@ export class Walker {
    * lstat on the event loop, for a local folder: the file's inode was just listed, so each call is a
    * few microseconds, where a promise through libuv's thread pool costs ~12 (measured: 100,000
    * files 0.3 s inline, 1.2-1.5 s as promises, most of a large start-up scan). The loop yields every
-   * INLINE_SLICE_MS so timers and the status page still run; a single call slower than
-   * INLINE_SLOW_MS (a disk or a mount that answers slowly) turns inline stats off for this watch,
-   * since a call that blocks would block everything. `polling: true` watches (network shares)
+   * INLINE_SLICE_MS so timers and the status page still run; INLINE_SLOW_CALLS calls slower than
+   * INLINE_SLOW_MS within INLINE_SLOW_WINDOW calls (a disk or a mount that answers slowly) turn
+   * inline stats off for this watch, since a call that blocks would block everything; a lone late
+   * call (the process waited for a CPU) does not. `polling: true` watches (network shares)
    * never stat inline. Returns how many of `listed` it looked at (the rest go the async way).
    */
   private async lookInline(listed: Listed[], found: Candidate[]): Promise<number> {
@@ -171,7 +199,7 @@ export class Walker {
       const candidate = info && this.candidateOf(path, info, rel);
       if (candidate) found.push(candidate);
       const now = performance.now();
-      if (now - started > this.inlineSlowMs) {
+      if (this.slowCalls.count(now - started > this.inlineSlowMs)) {
         this.statInline = false;
         this.log.info(
           { folder: this.watch.path, ms: Math.round(now - started) },
@@ -258,6 +286,21 @@ export class Walker {
     }
     if (!ASCII.test(rel)) rel = rel.normalize('NFC');
     return { path, rel, size: info.size, mtimeMs: Math.floor(info.mtimeMs), ino: Number(info.ino) };
+  }
+}
+
+/** Inline calls, slow or not: says when INLINE_SLOW_CALLS slow ones came within INLINE_SLOW_WINDOW calls. */
+export class SlowCalls {
+  private calls = 0;
+  /** The numbers of the last slow calls, at most INLINE_SLOW_CALLS. */
+  private readonly slow: number[] = [];
+
+  count(slow: boolean): boolean {
+    this.calls++;
+    if (!slow) return false;
+    this.slow.push(this.calls);
+    if (this.slow.length > INLINE_SLOW_CALLS) this.slow.shift();
+    return this.slow.length === INLINE_SLOW_CALLS && this.calls - this.slow[0]! < INLINE_SLOW_WINDOW;
   }
 }
 

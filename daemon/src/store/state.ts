@@ -175,6 +175,19 @@ const MIGRATIONS = [
     at INTEGER NOT NULL
   );
   CREATE INDEX IF NOT EXISTS pruned_file ON pruned(file_id, kind);`,
+  // 9: fewer index entries per new row (issue #22: recording 1,000,000 files at start-up spent most
+  // of its time writing six B-trees per row). A new row goes into the table, files_path and
+  // files_state only:
+  // - files_next went: nextDue finds the earliest next_at through files_state, a seek per state;
+  // - files_sha holds only rows with a hash (every query of it has `sha256 = ?`), not the NULL of
+  //   every file not yet read;
+  // - files_watch holds only the rows retention pages through (archived, failed): the one query
+  //   that needs watch order (pruneDue) names the state.
+  `DROP INDEX IF EXISTS files_next;
+  DROP INDEX IF EXISTS files_sha;
+  CREATE INDEX files_sha ON files(sha256) WHERE sha256 IS NOT NULL;
+  DROP INDEX IF EXISTS files_watch;
+  CREATE INDEX files_watch ON files(watch) WHERE state = 'archived' OR state = 'failed';`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -290,6 +303,8 @@ export class StateDb {
   private paused: PausedWatch[] | undefined;
   private lock: Database.Database | undefined;
   private dataVersion: number | undefined;
+  /** Writes this connection made (see mark): any write, committed or not. */
+  private writes = 0;
   private commitFailed: ((error: unknown) => boolean) | undefined;
 
   /** `bytes`: an in-memory copy of the DB at `path` (copyOf), nothing opened on disk. */
@@ -388,6 +403,7 @@ export class StateDb {
 
   /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
   private write<T>(fn: () => T): T {
+    this.writes++;
     if (!this.batchOpen) {
       this.db.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
@@ -468,6 +484,18 @@ export class StateDb {
     const changed = this.dataVersion !== undefined && version !== this.dataVersion;
     this.dataVersion = version;
     return changed;
+  }
+
+  /**
+   * What the DB holds now, to be compared with `changedSince`: this connection's writes and
+   * SQLite's data_version (another connection's commits). Reads nothing from the tables.
+   */
+  mark(): string {
+    return `${this.writes}:${String(this.db.pragma('data_version', { simple: true }))}`;
+  }
+  /** Whether anything was written to the DB, by this process or another, since `mark` returned `at`. */
+  changedSince(at: string): boolean {
+    return this.mark() !== at;
   }
 
   /** Commits the open batch now; when that fails (a full disk), the batch is rolled back and the error thrown. */
@@ -626,12 +654,16 @@ export class StateDb {
 
   /**
    * The earliest next_at still to come, over all rows waiting for something; undefined when idle.
-   * Rows at rest have next_at = NEVER, so this is one seek in the next_at index.
+   * Rows at rest have next_at = NEVER. One seek in the (state, next_at) index per state: a MIN over
+   * all states at once would read every index entry past `now`.
    */
   nextDue(now: number): number | undefined {
     const { at } = this.st(
-      `SELECT MIN(next_at) AS at FROM files WHERE next_at > ? AND next_at < ${NEVER}`,
-    ).get(now) as { at: number | null };
+      `SELECT MIN(at) AS at FROM (${FILE_STATES.map(
+        (s) =>
+          `SELECT MIN(next_at) AS at FROM files WHERE state = '${s}' AND next_at > @now AND next_at < ${NEVER}`,
+      ).join(' UNION ALL ')})`,
+    ).get({ now }) as { at: number | null };
     return at ?? undefined;
   }
 

@@ -1,7 +1,7 @@
 import { appendFile, cp, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DocexClient } from '@docex/shared';
 import { ConfigSchema } from '../../../daemon/src/common/config.ts';
 import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
@@ -135,6 +135,43 @@ describe('what a scan compares with', () => {
       ]);
     } finally {
       await p.cleanup();
+    }
+  });
+
+  it('a file another process records while the scan stats it is recorded once', async () => {
+    const p = await scanPipeline();
+    const other = new StateDb(p.db.path);
+    try {
+      const look = async (listed: Listed[]) => {
+        const found = await p.stats(1)(listed);
+        other.discover({ watch: '/w', ...found[1]! }, 5, 0); // e.g. a mail intake of its own
+        other.flush();
+        return found;
+      };
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), look)).toBe(1);
+      expect(p.rows()).toEqual([
+        { path: '/w/b.pdf', state: 'discovered' },
+        { path: '/w/a.pdf', state: 'discovered' },
+      ]);
+    } finally {
+      other.close();
+      await p.cleanup();
+    }
+  });
+
+  it('with nothing written while it stats, the scan does not read the rows again (but with keep it does)', async () => {
+    const p = await scanPipeline();
+    const keep = await scanPipeline('keep');
+    try {
+      const reads = vi.spyOn(p.db, 'known');
+      expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), p.stats(1))).toBe(2);
+      expect(reads).not.toHaveBeenCalled();
+      const keptReads = vi.spyOn(keep.db, 'known');
+      expect(await keep.pipeline.ingest(keep.watch, keep.list('a.pdf'), keep.stats(1))).toBe(1);
+      expect(keptReads).toHaveBeenCalledTimes(1);
+    } finally {
+      await p.cleanup();
+      await keep.cleanup();
     }
   });
 

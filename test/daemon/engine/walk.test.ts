@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isExcluded, isIgnored, isIgnoredInFolder } from '../../../daemon/src/common/files.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
+import { SlowCalls, Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
 import { watchIn } from '../helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -123,7 +123,7 @@ describe('look: stats on the event loop for a local watch', () => {
     expect([skipped(inline.lines), skipped(async.lines)]).toEqual([2, 2]);
   });
 
-  it('after one slow call, says so once and looks at the rest off the event loop, with the same result', async () => {
+  it('after slow calls, says so once and looks at the rest off the event loop, with the same result', async () => {
     const { base, root, listed } = await tree();
     const slow = walker(root, base, { recursive: true }, -1); // every call counts as slow
     const found = await slow.walker.look(listed);
@@ -131,5 +131,75 @@ describe('look: stats on the event loop for a local watch', () => {
     expect(found).toHaveLength(300);
     expect(again).toEqual(found);
     expect(slow.lines.filter((l) => l.includes('answers slowly'))).toHaveLength(1);
+  });
+
+  it('a lone late call (the process waited for a CPU) does not turn them off; three within 1,000 calls do', () => {
+    const run = (slowAt: number[], calls = 3000) => {
+      const counter = new SlowCalls();
+      for (let n = 1; n <= calls; n++) if (counter.count(slowAt.includes(n))) return n;
+      return undefined;
+    };
+    expect(run([])).toBeUndefined();
+    expect(run([10])).toBeUndefined();
+    expect(run([10, 600, 1200, 1800, 2400])).toBeUndefined(); // never 3 within 1,000 calls
+    expect(run([10, 11, 12])).toBe(12);
+    expect(run([10, 600, 1009])).toBe(1009);
+    expect(run([10, 600, 1010, 1500])).toBe(1500);
+  });
+});
+
+describe('walk: the next folder is read while a batch is handled', () => {
+  async function folders(n: number, files: number) {
+    const base = await mkdtemp(join(tmpdir(), 'docex-walk-'));
+    cleanups.push(() => rm(base, { recursive: true, force: true }));
+    const root = join(base, 'inbox');
+    for (let d = 0; d < n; d++) {
+      await mkdir(join(root, `d${d}`), { recursive: true });
+      for (let f = 0; f < files; f++) await writeFile(join(root, `d${d}`, `f${f}.pdf`), 'x');
+    }
+    return { base, root };
+  }
+
+  it('one batch at a time, every file once, and the walk returns only after the last batch', async () => {
+    const { base, root } = await folders(4, 3);
+    const { walker: w } = walker(root, base, { recursive: true });
+    const events: string[] = [];
+    let running = 0;
+    const seen: string[] = [];
+    const count = await w.walk(root, {
+      entering: async (dir) => void events.push(`enter ${dir.slice(root.length) || '/'}`),
+      batch: async (listed) => {
+        running++;
+        expect(running).toBe(1);
+        events.push(`batch ${listed[0]!.rel.split('/')[0]}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        seen.push(...listed.map((l) => l.rel));
+        events.push('batch done');
+        running--;
+      },
+    });
+    expect(count).toBe(12);
+    expect(seen.sort()).toEqual([0, 1, 2, 3].flatMap((d) => [0, 1, 2].map((f) => `d${d}/f${f}.pdf`)).sort());
+    // A folder is entered (watched, then read) while the batch before it is being handled.
+    const first = events.findIndex((e) => e.startsWith('batch d'));
+    expect(events[0]).toBe('enter /');
+    expect(events[first + 1]).toMatch(/^enter \/d/);
+    expect(events.filter((e) => e.startsWith('enter'))).toHaveLength(5);
+  });
+
+  it('a batch that fails fails the walk', async () => {
+    const { base, root } = await folders(3, 2);
+    const { walker: w } = walker(root, base, { recursive: true });
+    let calls = 0;
+    await expect(
+      w.walk(root, {
+        batch: async () => {
+          calls++;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          throw new Error('no room');
+        },
+      }),
+    ).rejects.toThrow('no room');
+    expect(calls).toBe(1);
   });
 });

@@ -1,0 +1,177 @@
+/**
+ * The files table's indexes (schema 9, issue #22): a new row is written to the table, files_path and
+ * files_state only, so recording 1,000,000 files at start-up writes three B-trees per row instead of
+ * six. files_next is gone (nextDue seeks files_state once per state), files_sha holds rows with a
+ * hash only and files_watch the rows retention pages through (archived, failed).
+ *
+ * What must not be lost with them: every query the pipeline runs per file or per scheduler step
+ * still reads through an index, never the whole table. The plans are read with EXPLAIN QUERY PLAN
+ * for the very statements (and parameters) StateDb runs, caught as it prepares them.
+ */
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FILE_STATES, NEVER } from '../../../daemon/src/engine/lifecycle.ts';
+import { SCHEMA_VERSION, StateDb } from '../../../daemon/src/store/state.ts';
+
+const FIXTURE = join(import.meta.dirname, '../../fixtures/state-0.1.0.db');
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function freshDir() {
+  const dir = await mkdtemp(join(tmpdir(), 'docex-indexes-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** The indexes of the files table: name → whether partial. */
+function filesIndexes(db: Database.Database): Record<string, boolean> {
+  const list = db.pragma('index_list(files)') as Array<{ name: string; partial: number }>;
+  return Object.fromEntries(list.map((i) => [i.name, i.partial === 1]));
+}
+
+const EXPECTED_INDEXES = { files_path: false, files_state: false, files_sha: true, files_watch: true };
+
+/** Records the SQL and parameters of each statement StateDb runs from now on. */
+function recordStatements(db: StateDb) {
+  const ran: Array<{ sql: string; args: unknown[] }> = [];
+  const prepare = db.db.prepare.bind(db.db);
+  db.db.prepare = ((sql: string) => {
+    const statement = prepare(sql);
+    for (const method of ['get', 'all', 'iterate', 'run'] as const) {
+      const original = statement[method].bind(statement) as (...args: unknown[]) => unknown;
+      (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        ran.push({ sql, args });
+        return original(...args);
+      };
+    }
+    return statement;
+  }) as typeof db.db.prepare;
+  /** The plan (one detail per line) of each statement run by `call`. */
+  return (call: () => unknown): string[][] => {
+    const from = ran.length;
+    call();
+    return ran
+      .slice(from)
+      .map(({ sql, args }) =>
+        (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail),
+      );
+  };
+}
+
+/** A full scan of the files table (as itself or under an alias). */
+const FULL_SCAN = /^SCAN (files|f|g)\b/;
+
+describe('the files indexes', () => {
+  it('a 0.1.0 DB (schema 3) migrates to them; its rows are found through them as before', async () => {
+    const path = join(await freshDir(), 'sync.db');
+    await copyFile(FIXTURE, path);
+    const db = new StateDb(path);
+    try {
+      expect(db.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+      expect(filesIndexes(db.db)).toEqual(EXPECTED_INDEXES);
+      const watch = db.db.prepare('SELECT watch FROM files LIMIT 1').pluck().get() as string;
+      const archived = db.get(1)!;
+      expect(archived.state).toBe('archived');
+      // files_sha (partial) still finds a hash; files_state serves the next due time;
+      // files_watch (partial) retention's rows; files_path a file's row.
+      expect(db.completedWithHash(archived.sha256!, 0)?.id).toBe(1);
+      expect(db.nextDue(0)).toBe(db.get(4)!.next_at);
+      expect(db.pruneDue(watch, 'processed', NEVER, 0, 10).map((r) => r.id)).toEqual([1, 2]);
+      expect(db.current(archived.path)?.id).toBe(1);
+    } finally {
+      db.close();
+    }
+    // Opened again: nothing left to migrate.
+    const again = new StateDb(path);
+    expect(filesIndexes(again.db)).toEqual(EXPECTED_INDEXES);
+    again.close();
+  });
+
+  it('a new DB has them, and the hot queries read through an index, never the whole table', async () => {
+    const db = new StateDb(join(await freshDir(), 'sync.db'));
+    try {
+      expect(filesIndexes(db.db)).toEqual(EXPECTED_INDEXES);
+      const watch = '/in';
+      const now = 1_000_000;
+      db.discoverMany(
+        watch,
+        Array.from({ length: 50 }, (_, i) => ({
+          path: `/in/f${i}`,
+          rel: `f${i}`,
+          size: 1,
+          mtimeMs: 1,
+          ino: i,
+        })),
+        now,
+        1000,
+      );
+      db.update(1, { state: 'stable', sha256: 'a'.repeat(64), next_at: now }, now);
+      db.update(2, { state: 'archived', sha256: 'b'.repeat(64), document_id: 7, next_at: NEVER }, now);
+      db.update(3, { state: 'failed', finalized: 1, next_at: NEVER }, now);
+      db.flush();
+      const plans = recordStatements(db);
+      const paths = ['/in/f1', '/in/f2', '/in/nope'];
+      const hot: Array<[string, () => unknown, string]> = [
+        ['due', () => db.due('discovered', now + 5000, 10), 'files_state'],
+        ['dueForUpload', () => db.dueForUpload(now, 10), 'files_state'],
+        ['unheld', () => db.unheld(watch, paths), 'files_path'],
+        ['known', () => db.known(watch, paths, false), 'files_path'],
+        ['known, with archived rows', () => db.known(watch, paths, true), 'files_path'],
+        ['current', () => db.current('/in/f1'), 'files_path'],
+        ['completedWithHash', () => db.completedWithHash('b'.repeat(64), 1), 'files_sha'],
+        ['inFlightWithHash', () => db.inFlightWithHash('a'.repeat(64), 2), 'files_sha'],
+        ['nextDue', () => db.nextDue(now), 'files_state'],
+        ['probeRow', () => db.probeRow(watch), 'files_state'],
+        ['pruneDue processed', () => db.pruneDue(watch, 'processed', now, 0, 10), 'files_watch'],
+        ['pruneDue failed', () => db.pruneDue(watch, 'failed', now, 0, 10), 'files_watch'],
+        ['pruneDue results', () => db.pruneDue(watch, 'results', now, 0, 10), 'files_watch'],
+      ];
+      for (const [name, call, index] of hot) {
+        // The query itself, then (due, dueForUpload) the rows taken, read by id.
+        const [plan, ...byId] = plans(call);
+        expect(
+          plan!.filter((d) => FULL_SCAN.test(d)),
+          name,
+        ).toEqual([]);
+        expect(
+          plan!.some((d) => d.includes(`INDEX ${index} `)),
+          `${name}: ${plan!.join(' | ')}`,
+        ).toBe(true);
+        for (const p of byId) expect(p, name).toEqual(['SEARCH files USING INTEGER PRIMARY KEY (rowid=?)']);
+      }
+      // nextDue: one seek in files_state per state, each bounded by `now` and NEVER.
+      const [nextDue] = plans(() => db.nextDue(now));
+      expect(nextDue!.filter((d) => d.startsWith('SEARCH files'))).toEqual(
+        FILE_STATES.map(
+          () => 'SEARCH files USING COVERING INDEX files_state (state=? AND next_at>? AND next_at<?)',
+        ),
+      );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('nextDue is the earliest next_at to come, whatever the state, and undefined at rest', async () => {
+    const db = new StateDb(join(await freshDir(), 'sync.db'));
+    try {
+      expect(db.nextDue(0)).toBeUndefined();
+      const file = (i: number) => ({ path: `/in/f${i}`, rel: `f${i}`, size: 1, mtimeMs: 1, ino: i });
+      db.discoverMany('/in', [file(1), file(2), file(3)], 100, 0);
+      db.update(1, { state: 'archived', next_at: NEVER }, 100);
+      db.update(2, { state: 'uploaded', next_at: 500 }, 100);
+      db.update(3, { state: 'failed', next_at: 300 }, 100);
+      expect(db.nextDue(0)).toBe(300);
+      expect(db.nextDue(300)).toBe(500); // strictly after now
+      expect(db.nextDue(500)).toBeUndefined();
+      db.update(3, { state: 'held', next_at: 200 }, 100);
+      expect(db.nextDue(0)).toBe(200);
+    } finally {
+      db.close();
+    }
+  });
+});
