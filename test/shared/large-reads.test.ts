@@ -13,22 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LargeReadHttpAgent, saveBinary } from '@docex/shared/node';
-import { localServer, nodeClient, type LocalServer } from '../support/client.ts';
+import { localServer, nodeClient, pattern, type LocalServer } from '../support/client.ts';
 
 const MiB = 1024 * 1024;
-
-/** Bytes that differ everywhere (xorshift32): a byte repeated, skipped or out of order shows. */
-function pattern(size: number, seed: number): Buffer {
-  const out = Buffer.allocUnsafe(size);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 const BODIES = {
   small: pattern(300_001, 1),

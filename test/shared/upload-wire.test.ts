@@ -12,22 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { multipartToBytes, planMultipart, type FileInput, type MultipartPart } from '@docex/shared';
 import { NodeTransport } from '@docex/shared/node';
-import { KEY, localServer, type LocalServer } from '../support/client.ts';
+import { KEY, localServer, pattern, type LocalServer } from '../support/client.ts';
 
 const MiB = 1024 * 1024;
-
-/** Bytes that differ from one MiB to the next and within each (xorshift32), so no two chunks match. */
-function pattern(size: number, seed: number): Buffer {
-  const out = Buffer.allocUnsafe(size);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 /** Files around the chunk size (1 MiB): empty, one byte, one chunk exactly, chunks and a remainder. */
 const FILES: Array<[string, number]> = [

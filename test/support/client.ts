@@ -6,6 +6,22 @@ import { createNodeClient, NodeTransport, type NodeClientOptions } from '@docex/
 
 /** Distinctive, so that a leak anywhere shows up in a plain substring search. */
 export const KEY = 'dx_live_SECRET_K3y_7f3a9c2e41b8d6';
+
+/**
+ * Bytes that differ everywhere (xorshift32), from one MiB to the next and within each: a byte
+ * repeated, skipped or out of order, or a chunk sent twice, shows.
+ */
+export function pattern(size: number, seed: number): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
 export const BASE = 'http://docex.test';
 
 export function nodeClient(options: Partial<NodeClientOptions> = {}) {

@@ -1,5 +1,5 @@
 /**
- * Named moments at which the kill -9 tests crash the daemon (test/daemon/commands/crash.test.ts):
+ * Named moments at which the kill -9 tests crash the daemon (test/daemon/commands/process.test.ts, "group commit: kill -9 at an exact moment"):
  * `DOCEX_SYNC_CRASH_AT=<point>@<n>` kills this process with SIGKILL the n-th time it reaches
  * `<point>` (n defaults to 1). A crash is then at an exact moment of the work (mid-batch, between
  * a move and its commit), not wherever a timer happened to fall, so a test of what a restart

@@ -1,7 +1,7 @@
 /**
  * Group commit: the state DB's batches (a window, a size, durable()), the daily CSV's group appends
  * and the grouped folder fsyncs. The moments are driven by fake timers and gates, never by sleeping.
- * The kill -9 side of it is test/daemon/commands/crash.test.ts.
+ * The kill -9 side of it is in test/daemon/commands/process.test.ts.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
