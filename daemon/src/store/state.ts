@@ -288,8 +288,8 @@ export class StateDb {
   readonly path: string;
   private readonly statements = new Map<string, Database.Statement>();
   private batchOpen = false;
-  /** Writes in the open batch (see BATCH_WRITES). */
-  private batchWrites = 0;
+  /** `writes` when the open batch began: the batch holds `writes - batchStart` (see BATCH_WRITES). */
+  private batchStart = 0;
   /** The open batch's commit: at the end of its window, or (`Immediate`) at the end of the turn. */
   private commitTimer: { window: NodeJS.Timeout } | { turn: NodeJS.Immediate } | undefined;
   private readonly commitWindowMs: number;
@@ -403,11 +403,10 @@ export class StateDb {
 
   /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
   private write<T>(fn: () => T): T {
-    this.writes++;
     if (!this.batchOpen) {
       this.db.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
-      this.batchWrites = 0;
+      this.batchStart = this.writes;
       this.commitTimer =
         this.commitWindowMs > 0
           ? { window: setTimeout(() => this.commit(false), this.commitWindowMs) }
@@ -420,7 +419,8 @@ export class StateDb {
       if (!this.db.inTransaction) this.rolledBack(error);
       throw error;
     } finally {
-      if (++this.batchWrites === BATCH_WRITES && this.commitWindowMs > 0) this.commitAtEndOfTurn();
+      this.writes++;
+      if (this.writes - this.batchStart === BATCH_WRITES && this.commitWindowMs > 0) this.commitAtEndOfTurn();
     }
   }
 
@@ -508,7 +508,7 @@ export class StateDb {
     this.endBatch();
     if (!this.db.open || !this.db.inTransaction)
       return this.settle(new Error(`the state DB ${this.path} was closed`));
-    if (this.batchWrites > 1) crashPoint('state-commit');
+    if (this.writes - this.batchStart > 1) crashPoint('state-commit');
     try {
       this.db.exec('COMMIT');
     } catch (error) {
