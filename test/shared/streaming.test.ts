@@ -4,6 +4,7 @@
  * buffered whole: the RSS may grow by a few tens of MB at most.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { open, readdir, readFile, rm, stat, mkdtemp, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -303,24 +304,49 @@ describe.runIf(existsSync('/proc/self/fd')).each([
   // A server (or a proxy in front of it) may answer before it has read the body and then read no
   // more. The writer used to wait for a drain that never came, its file left open until the garbage
   // collector closed it ("Closing file descriptor on garbage collection", seen in the soak).
-  test('answered before the body was read', { timeout: 20_000 }, async () => {
+  const ERROR_BODY = '{"detail":"Internal error before the upload was read"}';
+  const halfAnswered = async (answer: (req: IncomingMessage, res: ServerResponse) => void) => {
     const path = join(dir, 'half-answered.pdf');
     await writeFile(path, Buffer.alloc(32 * MB, 1));
     const server = await localServer((req, res) => {
       req.once('data', () => {
         req.pause(); // consumed, so Node does not drain the rest for us: the client's writes back up
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end('{"detail":"Internal error before the upload was read"}');
+        answer(req, res);
       });
     });
     try {
       const client = nodeClient({ baseUrl: server.url, retry: { maxRetries: 0 }, syncFileReads });
       const error = await caught(client.uploadFile({ files: [{ path }] }));
-      expect(error).toBeInstanceOf(DocexServerError);
-      expect(handlesOn(path)).toBe(0);
+      return { error, handles: handlesOn(path) };
     } finally {
       await server.close();
       await rm(path, { force: true });
     }
+  };
+
+  test('answered before the body was read, the connection left open', { timeout: 20_000 }, async () => {
+    // The answer goes out on the socket as it is: nothing ends or closes the connection, so the
+    // client's writes stay backed up and only the answer can end the upload.
+    const { error, handles } = await halfAnswered((req) =>
+      req.socket.write(
+        `HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: ${ERROR_BODY.length}\r\n\r\n${ERROR_BODY}`,
+      ),
+    );
+    expect(error).toBeInstanceOf(DocexServerError);
+    expect((error as Error).message).toContain('Internal error before the upload was read');
+    expect(handles).toBe(0);
+  });
+
+  // Node's server closes a connection whose request it did not read with a reset: whether the
+  // client reads the answer before its next write fails (EPIPE) is a race of the two machines, as
+  // for curl ("Send failure: Broken pipe"). Either way the upload ends, failed, with its file closed.
+  test('answered before the body was read, then the connection reset', { timeout: 20_000 }, async () => {
+    const { error, handles } = await halfAnswered((_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(ERROR_BODY);
+    });
+    if (error instanceof DocexConnectionError) expect((error as Error).message).toMatch(/EPIPE|ECONNRESET/);
+    else expect(error).toBeInstanceOf(DocexServerError);
+    expect(handles).toBe(0);
   });
 });
