@@ -10,14 +10,13 @@ import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { deferIntl } from './defer-intl.ts';
 import { eagerModuleWrappers } from './eager-modules.ts';
 
 /**
  * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
  * its package), and yaml and node-cron, which common/lazy.ts requires on first use (through
  * createRequire, which esbuild does not follow) so that commands that need neither never load them.
- * Everything else (got, p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
+ * Everything else (p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
  * the bundle's chunks: a few files to read and compile per command instead of hundreds of modules
  * to resolve.
  */
@@ -31,19 +30,14 @@ const DAEMON_EXTERNAL = ['better-sqlite3', 'yaml', 'node-cron'];
  * module instead, it is required when the module that imports it first runs.
  */
 /**
- * Built-ins that are costly to load (http2 takes longer than all the rest of the client's built-ins
- * together, dns initialises its resolver binding) and that got imports at the top of its modules but
- * uses only for some requests (HTTP/2, a host name to resolve): the module that imports one gets an
- * object of getters, one per export (names taken from the built-in at build time), which requires
- * the built-in when the first is read. The exports named beside it are copied in at build time
- * instead: http2's `constants` (protocol numbers and header names of RFC 9113, the same in every
- * Node), which got destructures when its module is evaluated. Only built-ins whose exports the
- * bundled code reads, never assigns (zlib stays eager: got tests for a zstd decoder at import).
+ * Built-ins that are costly to load (dns initialises its resolver binding) where a bundled package
+ * imports one at the top of its modules but uses it only for some calls (imapflow's and nodemailer's
+ * dns, for a host name to resolve): the module that imports one gets an object of getters, one per
+ * export (names taken from the built-in at build time), which requires the built-in when the first
+ * is read. The exports named beside it would be copied in at build time instead (none today). Only
+ * built-ins whose exports the bundled code reads, never assigns.
  */
-const LAZY_PROPERTIES = new Map<string, string[]>([
-  ['http2', ['constants']],
-  ['dns', []],
-]);
+const LAZY_PROPERTIES = new Map<string, string[]>([['dns', []]]);
 
 const lazyProperties = (path: string, copied: string[]) => {
   const builtin = createRequire(import.meta.url)(path) as Record<string, unknown>;
@@ -116,7 +110,7 @@ const targets: Record<string, () => Promise<void>> = {
       target: 'node22',
       format: 'esm',
       external: DAEMON_EXTERNAL,
-      plugins: [lazyImports(DAEMON_EXTERNAL), deferIntl],
+      plugins: [lazyImports(DAEMON_EXTERNAL)],
       minifyWhitespace: true,
       minifySyntax: true,
       // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every

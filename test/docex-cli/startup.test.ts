@@ -1,7 +1,7 @@
 /**
  * What `docex` and `docex-sync` load to answer --version and --help (docs/cli.md, "Start-up"): the
- * entries answer those with Node's built-ins and the package's version only; the client (got,
- * p-queue), zod, pino and SQLite are loaded by the commands that use them. Every module resolved is
+ * entries answer those with Node's built-ins and the package's version only; the client (Node's
+ * http, p-queue), zod, pino and SQLite are loaded by the commands that use them. Every module resolved is
  * recorded by a resolve hook (module.registerHooks sees import and require alike), for the sources
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
@@ -10,7 +10,6 @@ import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
-  cpSync,
   existsSync,
   mkdtempSync,
   openSync,
@@ -28,7 +27,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELP_WORDS, VERSION_WORDS } from '../../daemon/src/common/flags.ts';
 import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
 import { startEmulator } from '../../emulator/index.ts';
-import { deferListFormat } from '../../scripts/defer-intl.ts';
 import { eagerModuleWrappers } from '../../scripts/eager-modules.ts';
 
 const runAsync = promisify(execFile);
@@ -340,44 +338,10 @@ describe('the shipped bundles', () => {
   }
 });
 
-describe("got's type checks without ICU's list data at start (scripts/defer-intl.ts)", () => {
-  const is = join(repo, 'node_modules/@sindresorhus/is/distribution');
-
-  it('format their messages as before, the Intl.ListFormat made on first use', async () => {
-    const copy = join(dir, 'is-deferred');
-    cpSync(is, copy, { recursive: true });
-    writeFileSync(join(copy, 'index.js'), deferListFormat(readFileSync(join(is, 'index.js'), 'utf8')));
-    type Is = {
-      assertAny(p: unknown, ...v: unknown[]): void;
-      assertAll(p: unknown, ...v: unknown[]): void;
-      isString: unknown;
-      isNumber: unknown;
-    };
-    const original = (await import(pathToFileURL(join(is, 'index.js')).href)) as Is;
-    const deferred = (await import(pathToFileURL(join(copy, 'index.js')).href)) as Is;
-    const message = (m: Is, call: (m: Is) => void) => {
-      try {
-        call(m);
-      } catch (error) {
-        return (error as Error).message;
-      }
-      return 'no error';
-    };
-    for (const call of [
-      (m: Is) => m.assertAny([m.isString, m.isNumber], true, null, 1n),
-      (m: Is) => m.assertAll(m.isString, 'a', 2, {}),
-    ]) {
-      expect(message(deferred, call)).toBe(message(original, call));
-      expect(message(deferred, call)).toMatch(
-        /^Expected values which are .* or |Received values of types .*, .*, and /,
-      );
-    }
-  });
-
-  it('a new version of the package with other Intl.ListFormat uses fails the build, not silently', () => {
-    expect(() => deferListFormat('const x = new Intl.ListFormat("en");')).toThrow(/expected 2 .* found 1/);
-  });
-
+// The first Intl.ListFormat of a process loads ICU's list data (~20 ms, a sixth of the command's
+// start). got's type checks made two at import; the client no longer uses got, and nothing else may
+// bring one back unnoticed.
+describe('no ICU list data at start', () => {
   it('the shipped docex runs folders list --json without making one', async () => {
     execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
     const spy = join(dir, 'list-format-spy.mjs');

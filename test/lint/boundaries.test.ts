@@ -59,7 +59,6 @@ describe('the pure core (shared/src/core/)', () => {
     'node:fs',
     'fs/promises',
     'stream',
-    'got',
     'p-queue',
     'pino',
     '../node/transport.ts',
