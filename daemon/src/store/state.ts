@@ -273,6 +273,29 @@ export const PAGE_CACHE_KIB = 2048;
  */
 const BATCH_WRITES = 1000;
 
+/**
+ * NO_REPREPARE: how the hot queries are written. SQLite prepares a statement again, at each call
+ * whose bound values differ, when a bound value may change its plan, and that took longer than the
+ * query: a bound LIMIT, a bound equality on a column that an ORDER BY could then skip (`state = ?
+ * ... ORDER BY next_at`, `path = ? ORDER BY id DESC`), a join on a bound key. The scheduler's due
+ * queries, the hash, path and mail lookups were all prepared again at every call, 3.6% of the
+ * daemon's main thread in a 2,000-file ingest (perf, sqlite3Reprepare). So they write in what is a
+ * constant of the code (a state, the config's cap), read a row count with an iterator instead of a
+ * bound LIMIT, keep the equality column at the head of the ORDER BY, and look up by key instead of
+ * joining. Counted with a uprobe on sqlite3Reprepare (docs/daemon.md, "Throughput, measured").
+ */
+
+/** The first `count` ids the statement yields (its first column), read no further. */
+function firstIds(statement: Database.Statement, params: unknown[], count: number): number[] {
+  const ids: number[] = [];
+  if (count <= 0) return ids;
+  for (const id of statement.pluck().iterate(...params) as IterableIterator<number>) {
+    ids.push(id);
+    if (ids.length === count) break; // ends the iterator: the statement is reset, the rest never read
+  }
+  return ids;
+}
+
 export interface StateDbOptions {
   /**
    * How long a batch of writes may stay open before it commits, in ms; 0 (the default, for the
@@ -523,7 +546,8 @@ export class StateDb {
 
   /** The row that currently owns this path (in the pipeline, or kept in place after success). */
   current(path: string): FileRow | undefined {
-    return this.st(`SELECT * FROM files WHERE path = ? ORDER BY id DESC LIMIT 1`).get(path) as
+    // `path` leads the ORDER BY, as the index does: see NO_REPREPARE.
+    return this.st(`SELECT * FROM files WHERE path = ? ORDER BY path DESC, id DESC LIMIT 1`).get(path) as
       FileRow | undefined;
   }
 
@@ -622,10 +646,12 @@ export class StateDb {
    */
   due(state: FileState, now: number, limit: number): FileRow[] {
     if (limit <= 0) return [];
-    const ids = this.st(`SELECT id FROM files WHERE state = ? AND next_at <= ? ORDER BY next_at, id LIMIT ?`)
-      .pluck()
-      .all(state, now, limit + this.leased.size) as number[];
-    return this.rowsOf(ids, limit);
+    if (!FILE_STATES.includes(state)) throw new TypeError(`not a file state: ${String(state)}`);
+    // One statement per state, the state written in (see NO_REPREPARE).
+    const ids = this.st(
+      `SELECT id FROM files WHERE state = '${state}' AND next_at <= ? ORDER BY next_at, id`,
+    );
+    return this.rowsOf(firstIds(ids, [now], limit + this.leased.size), limit);
   }
 
   /** Stable rows ready for upload and not held by a job, leaving out paused watches. */
@@ -633,11 +659,9 @@ export class StateDb {
     if (limit <= 0) return [];
     const ids = this.st(
       `SELECT id FROM files WHERE state = 'stable' AND next_at <= ?
-       AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id LIMIT ?`,
-    )
-      .pluck()
-      .all(now, limit + this.leased.size) as number[];
-    return this.rowsOf(ids, limit);
+       AND watch NOT IN (SELECT path FROM watches) ORDER BY next_at, id`,
+    );
+    return this.rowsOf(firstIds(ids, [now], limit + this.leased.size), limit);
   }
 
   /** The whole rows of the first `limit` ids that no job holds. */
@@ -667,17 +691,20 @@ export class StateDb {
     return at ?? undefined;
   }
 
-  /** A finished upload of the same bytes: its document can be reused instead of uploading again. */
+  /**
+   * A finished upload of the same bytes: its document can be reused instead of uploading again.
+   * Whichever the hash index gives first (in practice the oldest): no ORDER BY, see NO_REPREPARE.
+   */
   completedWithHash(sha256: string, exceptId: number): FileRow | undefined {
     return this.st(
-      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('done', 'archived') AND document_id IS NOT NULL ORDER BY id LIMIT 1`,
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('done', 'archived') AND document_id IS NOT NULL`,
     ).get(sha256, exceptId) as FileRow | undefined;
   }
 
   /** Another row with the same bytes already on its way (uploading or uploaded): wait for it. */
   inFlightWithHash(sha256: string, exceptId: number): FileRow | undefined {
     return this.st(
-      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('uploading', 'uploaded') ORDER BY id LIMIT 1`,
+      `SELECT * FROM files WHERE sha256 = ? AND id != ? AND state IN ('uploading', 'uploaded')`,
     ).get(sha256, exceptId) as FileRow | undefined;
   }
 
@@ -688,9 +715,11 @@ export class StateDb {
 
   /** How many tasks wait for their results (rows in 'uploaded'), counted up to `limit` only. */
   awaitingResults(limit: number): number {
-    return this.st(`SELECT COUNT(*) FROM (SELECT 1 FROM files WHERE state = 'uploaded' LIMIT ?)`)
+    // The limit written in, one statement per limit (a constant of the config): see NO_REPREPARE.
+    if (!Number.isSafeInteger(limit)) throw new TypeError(`not a whole number: ${limit}`);
+    return this.st(`SELECT COUNT(*) FROM (SELECT 1 FROM files WHERE state = 'uploaded' LIMIT ${limit})`)
       .pluck()
-      .get(limit) as number;
+      .get() as number;
   }
 
   counts(): Record<FileState, number> {
@@ -1097,9 +1126,14 @@ export class StateDb {
   }
   /** The message a file row came from, when it came from a mailbox. */
   mailSourceOf(fileId: number): MailSource | undefined {
-    return this.st(
-      `SELECT m.mailbox, m.sender AS "from", m.subject, m.sent_at AS date, m.message_id, a.name AS attachment
-       FROM mail_attachments AS a JOIN mail_messages AS m ON m.id = a.message WHERE a.file_id = ?`,
-    ).get(fileId) as MailSource | undefined;
+    // Two lookups by key rather than a join: a file that came from no mail (most) costs one, and
+    // neither is prepared again at each call (see NO_REPREPARE).
+    const attachment = this.st(`SELECT message, name FROM mail_attachments WHERE file_id = ?`).get(fileId) as
+      { message: number; name: string } | undefined;
+    if (!attachment) return undefined;
+    const message = this.st(
+      `SELECT mailbox, sender AS "from", subject, sent_at AS date, message_id FROM mail_messages WHERE id = ?`,
+    ).get(attachment.message) as Omit<MailSource, 'attachment'> | undefined;
+    return message && { ...message, attachment: attachment.name };
   }
 }

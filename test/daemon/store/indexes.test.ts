@@ -156,6 +156,38 @@ describe('the files indexes', () => {
     }
   });
 
+  // NO_REPREPARE in store/state.ts: SQLite prepares a statement again at each call whose bound
+  // values differ when one may change its plan. Counted with a uprobe on sqlite3Reprepare (perf
+  // stat), each of these forms was prepared again at every call and the forms below at none; the
+  // test keeps the per-file and per-step queries in the second kind.
+  it('the per-file and per-step queries bind no LIMIT, no state, and no key an ORDER BY could skip', async () => {
+    const db = new StateDb(join(await freshDir(), 'sync.db'));
+    try {
+      const sqls: string[] = [];
+      const prepare = db.db.prepare.bind(db.db);
+      db.db.prepare = ((sql: string) => (sqls.push(sql), prepare(sql))) as typeof db.db.prepare;
+      db.due('discovered', 0, 8);
+      db.due('uploaded', 0, 8);
+      db.dueForUpload(0, 4);
+      db.current('/in/a');
+      db.completedWithHash('a'.repeat(64), 1);
+      db.inFlightWithHash('a'.repeat(64), 1);
+      db.awaitingResults(300);
+      db.mailSourceOf(1);
+      expect(sqls.length).toBeGreaterThanOrEqual(7);
+      for (const sql of sqls) {
+        expect(sql, sql).not.toMatch(/LIMIT \?/);
+        expect(sql, sql).not.toMatch(/\bstate = \?/);
+        expect(sql, sql).not.toMatch(/\bJOIN\b/);
+        const equal = /\b(\w+) = \?/.exec(sql)?.[1];
+        const orderBy = /ORDER BY (\w+)/.exec(sql)?.[1];
+        if (equal && orderBy) expect(orderBy, sql).toBe(equal);
+      }
+    } finally {
+      db.close();
+    }
+  });
+
   it('nextDue is the earliest next_at to come, whatever the state, and undefined at rest', async () => {
     const db = new StateDb(join(await freshDir(), 'sync.db'));
     try {
