@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DocexAbortError, DocexConnectionError, DocexServerError, DocexTimeoutError } from '@docex/shared';
@@ -227,6 +228,39 @@ describe('download', () => {
       const file = await nodeClient({ baseUrl: server.url }).fetchFile({ document_id: 1 });
       expect(await saveBinary(file, target)).toBe(11);
       expect(await readFile(target, 'utf8')).toBe('new content');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+// The transport asks for compressed answers (accept-encoding) and decodes them (exchange.ts).
+describe.each([
+  ['gzip', gzipSync],
+  ['deflate', deflateSync],
+  ['br', brotliCompressSync],
+])('an answer compressed with %s', (encoding, compress) => {
+  test('is read decoded: a download, and a JSON error body', async () => {
+    const content = Buffer.from('%PDF-1.4 '.repeat(5000));
+    const accepted: string[] = [];
+    const server = await localServer((req, res) => {
+      req.resume();
+      accepted.push(String(req.headers['accept-encoding']));
+      const notFound = req.url!.includes('fetch_folder');
+      res.writeHead(notFound ? 404 : 200, {
+        'content-encoding': encoding,
+        'content-type': notFound ? 'application/json' : 'application/pdf',
+      });
+      res.end(compress(notFound ? JSON.stringify({ detail: 'Folder 7 not found' }) : content));
+    });
+    try {
+      const client = nodeClient({ baseUrl: server.url, retry: { maxRetries: 0 } });
+      const target = join(dir, `compressed-${encoding}.pdf`);
+      expect(await saveBinary(await client.fetchFile({ document_id: 1 }), target)).toBe(content.length);
+      expect(await readFile(target)).toEqual(content);
+      const error = await caught(client.fetchFolder({ folder_id: 7 }));
+      expect((error as Error).message).toContain('Folder 7 not found');
+      expect(accepted).toEqual(['gzip, deflate, br', 'gzip, deflate, br']);
     } finally {
       await server.close();
     }
