@@ -427,7 +427,7 @@ export class StateDb {
   /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
   private write<T>(fn: () => T): T {
     if (!this.batchOpen) {
-      this.db.exec('BEGIN IMMEDIATE');
+      this.st('BEGIN IMMEDIATE').run(); // prepared once: a batch begins and commits hundreds of times a second
       this.batchOpen = true;
       this.batchStart = this.writes;
       this.commitTimer =
@@ -503,7 +503,7 @@ export class StateDb {
    * since the last call. SQLite's data_version: one read of a counter in shared memory, no table read.
    */
   changedElsewhere(): boolean {
-    const version = this.db.pragma('data_version', { simple: true }) as number;
+    const version = this.dataVersionNow();
     const changed = this.dataVersion !== undefined && version !== this.dataVersion;
     this.dataVersion = version;
     return changed;
@@ -514,8 +514,16 @@ export class StateDb {
    * SQLite's data_version (another connection's commits). Reads nothing from the tables.
    */
   mark(): string {
-    return `${this.writes}:${String(this.db.pragma('data_version', { simple: true }))}`;
+    return `${this.writes}:${this.dataVersionNow()}`;
   }
+  /**
+   * SQLite's data_version through a statement prepared once: `db.pragma()` prepares one at each call,
+   * and the WAL watcher (wakeup.ts) asks after every commit, this process's own included.
+   */
+  private dataVersionNow(): number {
+    return this.st('PRAGMA data_version').pluck().get() as number;
+  }
+
   /** Whether anything was written to the DB, by this process or another, since `mark` returned `at`. */
   changedSince(at: string): boolean {
     return this.mark() !== at;
@@ -533,7 +541,7 @@ export class StateDb {
       return this.settle(new Error(`the state DB ${this.path} was closed`));
     if (this.writes - this.batchStart > 1) crashPoint('state-commit');
     try {
-      this.db.exec('COMMIT');
+      this.st('COMMIT').run();
     } catch (error) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       this.rolledBack(error);
