@@ -244,11 +244,14 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
         const answer = await service.uploadFile(args);
         if (failed) return answer;
         failed = true;
-        const sqlite = started.daemon!.db.db;
-        const exec = sqlite.exec.bind(sqlite);
-        sqlite.exec = (sql: string) => {
-          if (sql !== 'COMMIT') return exec(sql);
-          sqlite.exec = exec;
+        // The state DB commits through a prepared statement: its next run of COMMIT fails, once.
+        const statements = Object.getPrototypeOf(started.daemon!.db.db.prepare('SELECT 1')) as {
+          run(this: { source: string }, ...args: unknown[]): unknown;
+        };
+        const run = statements.run;
+        statements.run = function (this: { source: string }, ...args: unknown[]) {
+          if (this.source !== 'COMMIT') return run.apply(this, args);
+          statements.run = run;
           throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
         };
         return answer;
