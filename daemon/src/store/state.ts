@@ -15,7 +15,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
 import { StateDbUnusableError } from '../common/exit.ts';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
@@ -548,16 +548,37 @@ export class StateDb {
    * Which of `paths` (a folder a scan listed) no row in the pipeline holds, as their indexes: one
    * index seek per path and no row read into JavaScript, so a rescan of 100,000 waiting files costs
    * milliseconds per folder. Rows at rest (next_at = NEVER) hold nothing, but for held ones (no
-   * route maps them): they wait for a config that does.
+   * route maps them): they wait for a config that does. A folder no row names at all (the start-up
+   * scan of files the DB has never seen) is one seek, not one per path.
    */
   unheld(watch: string, paths: string[]): number[] {
     if (paths.length === 0) return [];
+    if (this.noRowUnder(paths)) return paths.map((_, i) => i);
     return this.st(
       `SELECT j.key FROM json_each(?) AS j WHERE NOT EXISTS
          (SELECT 1 FROM files AS f WHERE f.path = j.value AND +f.watch = ? AND (f.next_at < ${NEVER} OR f.state = 'held'))`,
     )
       .pluck()
       .all(JSON.stringify(paths), watch) as number[];
+  }
+
+  /**
+   * Whether no row of any state or watch has a path in the folder of the first of `paths` or under
+   * it (false when some of `paths` are elsewhere): one seek in files_path over the range of paths
+   * that start with the folder's path and separator (up to the separator's next character; SQLite
+   * compares text by its UTF-8 bytes, which keeps every path with that start inside the range and
+   * every other path out of it).
+   */
+  private noRowUnder(paths: string[]): boolean {
+    const first = paths[0]!;
+    const end = first.lastIndexOf(sep) + 1;
+    if (end === 0) return false;
+    const folder = first.slice(0, end);
+    for (const path of paths) if (!path.startsWith(folder)) return false;
+    const after = folder.slice(0, -1) + String.fromCharCode(folder.charCodeAt(end - 1) + 1);
+    return (
+      this.st(`SELECT 1 FROM files WHERE path >= ? AND path < ? LIMIT 1`).get(folder, after) === undefined
+    );
   }
 
   /**

@@ -1,11 +1,13 @@
 /**
  * Recording what a scan found: discoverMany writes its rows INSERT_ROWS (50) a statement and the
- * rest one by one. Every file must still be recorded exactly once.
+ * rest one by one, and unheld answers a folder that no row names with one seek. Every file must
+ * still be recorded exactly once, and every path a row holds still be left out.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 
 const dbs: StateDb[] = [];
@@ -68,5 +70,50 @@ describe('discoverMany', () => {
     db.discoverMany('/in', [], 1, 0);
     expect(db.changedSince(before)).toBe(false);
     expect(db.counts().discovered).toBe(0);
+  });
+});
+
+describe('unheld', () => {
+  it('a folder no row names: every path, whatever rows other folders (whose names start alike) hold', async () => {
+    const db = await openDb();
+    db.discoverMany(
+      '/in',
+      [file('/in/a0.pdf'), file('/in/a.pdf'), file('/in-2/x.pdf'), file('/inx.pdf')],
+      1,
+      0,
+    );
+    db.discoverMany('/in', [file('/in/b/c.pdf'), file('/in/b0/c.pdf'), file('/in/b-c.pdf')], 1, 0);
+    db.flush();
+    const listed = ['/in/a/x.pdf', '/in/a/y.pdf', '/in/a/é.pdf', '/in/a/\u{1F600}.pdf', '/in/a/\uFFFD.pdf'];
+    expect(db.unheld('/in', listed)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('leaves out every path a row holds, in the folder or not, whatever characters it has', async () => {
+    const db = await openDb();
+    const names = ['x.pdf', 'é.pdf', '\u{1F600}.pdf', '\uFFFD.pdf', 'z.pdf', 'deep/er.pdf'];
+    db.discoverMany(
+      '/in',
+      names.map((n, i) => file(`/in/a/${n}`, i)),
+      1,
+      0,
+    );
+    // At rest (archived): holds nothing.
+    db.update(5, { state: 'archived', next_at: NEVER }, 1);
+    db.flush();
+    const listed = [...names.map((n) => `/in/a/${n}`), '/in/a/new.pdf', '/in/a/\u{1F601}.pdf'];
+    expect(db.unheld('/in', listed)).toEqual([4, 6, 7]);
+    // Paths of two folders: each is looked up.
+    expect(db.unheld('/in', ['/in/b/new.pdf', '/in/a/x.pdf', '/in/a/deep/er.pdf', '/in/c.pdf'])).toEqual([
+      0, 3,
+    ]);
+    // Another watch's rows hold nothing for this one.
+    expect(db.unheld('/other', ['/in/a/x.pdf', '/in/a/new.pdf'])).toEqual([0, 1]);
+  });
+
+  it('a row under the folder (a sub-folder) is not mistaken for one of its paths', async () => {
+    const db = await openDb();
+    db.discoverMany('/in', [file('/in/a/sub/x.pdf')], 1, 0);
+    db.flush();
+    expect(db.unheld('/in', ['/in/a/x.pdf', '/in/a/sub.pdf'])).toEqual([0, 1]);
   });
 });

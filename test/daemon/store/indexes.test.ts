@@ -132,8 +132,9 @@ describe('the files indexes', () => {
         ['pruneDue results', () => db.pruneDue(watch, 'results', now, 0, 10), 'files_watch'],
       ];
       for (const [name, call, index] of hot) {
-        // The query itself, then (due, dueForUpload) the rows taken, read by id.
-        const [plan, ...byId] = plans(call);
+        // The query itself, then (due, dueForUpload) the rows taken, read by id; unheld first asks
+        // whether any row names the folder (one seek, below), then seeks each path.
+        const [plan, ...byId] = plans(call).slice(name === 'unheld' ? 1 : 0);
         expect(
           plan!.filter((d) => FULL_SCAN.test(d)),
           name,
@@ -144,6 +145,12 @@ describe('the files indexes', () => {
         ).toBe(true);
         for (const p of byId) expect(p, name).toEqual(['SEARCH files USING INTEGER PRIMARY KEY (rowid=?)']);
       }
+      // unheld: whether any row names the folder is one seek, a range of files_path; a folder no
+      // row names is answered by that seek alone (a start-up scan of files the DB never saw).
+      const [folder] = plans(() => db.unheld(watch, paths));
+      expect(folder).toEqual(['SEARCH files USING COVERING INDEX files_path (path>? AND path<?)']);
+      const fresh = plans(() => expect(db.unheld(watch, ['/in/new/a', '/in/new/b'])).toEqual([0, 1]));
+      expect(fresh).toEqual([folder]);
       // nextDue: one seek in files_state per state, each bounded by `now` and NEVER.
       const [nextDue] = plans(() => db.nextDue(now));
       expect(nextDue!.filter((d) => d.startsWith('SEARCH files'))).toEqual(
