@@ -497,7 +497,7 @@ export class StateDb {
    * since the last call. SQLite's data_version: one read of a counter in shared memory, no table read.
    */
   changedElsewhere(): boolean {
-    const version = this.db.pragma('data_version', { simple: true }) as number;
+    const version = this.dataVersionNow();
     const changed = this.dataVersion !== undefined && version !== this.dataVersion;
     this.dataVersion = version;
     return changed;
@@ -508,7 +508,14 @@ export class StateDb {
    * SQLite's data_version (another connection's commits). Reads nothing from the tables.
    */
   mark(): string {
-    return `${this.writes}:${String(this.db.pragma('data_version', { simple: true }))}`;
+    return `${this.writes}:${this.dataVersionNow()}`;
+  }
+  /**
+   * SQLite's data_version through a statement prepared once: db.pragma() prepares its statement on
+   * every call (measured: 24 µs a call against 4), and a scan reads it twice for each folder.
+   */
+  private dataVersionNow(): number {
+    return this.st('PRAGMA data_version').pluck().get() as number;
   }
   /** Whether anything was written to the DB, by this process or another, since `mark` returned `at`. */
   changedSince(at: string): boolean {
