@@ -188,6 +188,11 @@ const MIGRATIONS = [
   CREATE INDEX files_sha ON files(sha256) WHERE sha256 IS NOT NULL;
   DROP INDEX IF EXISTS files_watch;
   CREATE INDEX files_watch ON files(watch) WHERE state = 'archived' OR state = 'failed';`,
+  // 10: the rows of a document, found by a seek. pruneDue's results read, for each archived row, the
+  // other rows of its document through files_state instead: every row in those states, so paging
+  // through 20,000 archived rows took 79 s (73 ms with it). Partial: a row gets its entry when it
+  // gets a document id (a task done), never at discovery.
+  `CREATE INDEX files_document ON files(document_id) WHERE document_id IS NOT NULL;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
