@@ -15,7 +15,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
 import { StateDbUnusableError } from '../common/exit.ts';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
@@ -188,6 +188,11 @@ const MIGRATIONS = [
   CREATE INDEX files_sha ON files(sha256) WHERE sha256 IS NOT NULL;
   DROP INDEX IF EXISTS files_watch;
   CREATE INDEX files_watch ON files(watch) WHERE state = 'archived' OR state = 'failed';`,
+  // 10: the rows of a document, found by a seek. pruneDue's results read, for each archived row, the
+  // other rows of its document through files_state instead: every row in those states, so paging
+  // through 20,000 archived rows took 79 s (73 ms with it). Partial: a row gets its entry when it
+  // gets a document id (a task done), never at discovery.
+  `CREATE INDEX files_document ON files(document_id) WHERE document_id IS NOT NULL;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -296,6 +301,18 @@ function firstIds(statement: Database.Statement, params: unknown[], count: numbe
   return ids;
 }
 
+/**
+ * Rows one INSERT of discoverMany writes. A statement's own cost (binding, stepping, resetting it,
+ * crossing into the native module) was most of what a new row cost: recording 1,000,000 files
+ * (their rows and the index seeks of unheld) took 3.5 s of CPU at 50 rows a statement against 7.0 s
+ * at one (measured on SQLite alone, bench figures in docs/daemon.md). 25 or 100 were no better.
+ */
+const INSERT_ROWS = 50;
+const INSERT_COLUMNS = `INSERT INTO files (watch, path, rel, size, mtime_ms, ino, state, stable_since, next_at, discovered_at, updated_at) VALUES `;
+const INSERT_ROW = `(?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`;
+const INSERT_SQL = INSERT_COLUMNS + INSERT_ROW;
+const INSERT_MANY_SQL = INSERT_COLUMNS + Array<string>(INSERT_ROWS).fill(INSERT_ROW).join(', ');
+
 export interface StateDbOptions {
   /**
    * How long a batch of writes may stay open before it commits, in ms; 0 (the default, for the
@@ -310,6 +327,8 @@ export class StateDb {
   readonly db: Database.Database;
   readonly path: string;
   private readonly statements = new Map<string, Database.Statement>();
+  /** The parameters of an INSERT_MANY_SQL, filled again for each statement (discoverMany). */
+  private readonly insertArgs: unknown[] = new Array<unknown>(INSERT_ROWS * 10);
   private batchOpen = false;
   /** `writes` when the open batch began: the batch holds `writes - batchStart` (see BATCH_WRITES). */
   private batchStart = 0;
@@ -424,8 +443,11 @@ export class StateDb {
     return statement;
   }
 
-  /** Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if needed. */
-  private write<T>(fn: () => T): T {
+  /**
+   * Runs a write inside the open batch, opening one (committed at the end of this event-loop turn) if
+   * needed. `count`: the writes it makes (rows a statement of many rows inserts), counted in `writes`.
+   */
+  private write<T>(fn: () => T, count = 1): T {
     if (!this.batchOpen) {
       this.st('BEGIN IMMEDIATE').run(); // prepared once: a batch begins and commits hundreds of times a second
       this.batchOpen = true;
@@ -442,8 +464,8 @@ export class StateDb {
       if (!this.db.inTransaction) this.rolledBack(error);
       throw error;
     } finally {
-      this.writes++;
-      if (this.writes - this.batchStart === BATCH_WRITES && this.commitWindowMs > 0) this.commitAtEndOfTurn();
+      this.writes += count;
+      if (this.writes - this.batchStart >= BATCH_WRITES && this.commitWindowMs > 0) this.commitAtEndOfTurn();
     }
   }
 
@@ -563,16 +585,37 @@ export class StateDb {
    * Which of `paths` (a folder a scan listed) no row in the pipeline holds, as their indexes: one
    * index seek per path and no row read into JavaScript, so a rescan of 100,000 waiting files costs
    * milliseconds per folder. Rows at rest (next_at = NEVER) hold nothing, but for held ones (no
-   * route maps them): they wait for a config that does.
+   * route maps them): they wait for a config that does. A folder no row names at all (the start-up
+   * scan of files the DB has never seen) is one seek, not one per path.
    */
   unheld(watch: string, paths: string[]): number[] {
     if (paths.length === 0) return [];
+    if (this.noRowUnder(paths)) return paths.map((_, i) => i);
     return this.st(
       `SELECT j.key FROM json_each(?) AS j WHERE NOT EXISTS
          (SELECT 1 FROM files AS f WHERE f.path = j.value AND +f.watch = ? AND (f.next_at < ${NEVER} OR f.state = 'held'))`,
     )
       .pluck()
       .all(JSON.stringify(paths), watch) as number[];
+  }
+
+  /**
+   * Whether no row of any state or watch has a path in the folder of the first of `paths` or under
+   * it (false when some of `paths` are elsewhere): one seek in files_path over the range of paths
+   * that start with the folder's path and separator (up to the separator's next character; SQLite
+   * compares text by its UTF-8 bytes, which keeps every path with that start inside the range and
+   * every other path out of it).
+   */
+  private noRowUnder(paths: string[]): boolean {
+    const first = paths[0]!;
+    const end = first.lastIndexOf(sep) + 1;
+    if (end === 0) return false;
+    const folder = first.slice(0, end);
+    for (const path of paths) if (!path.startsWith(folder)) return false;
+    const after = folder.slice(0, -1) + String.fromCharCode(folder.charCodeAt(end - 1) + 1);
+    return (
+      this.st(`SELECT 1 FROM files WHERE path >= ? AND path < ? LIMIT 1`).get(folder, after) === undefined
+    );
   }
 
   /**
@@ -602,21 +645,52 @@ export class StateDb {
     return this.get(this.insert(file.watch, file, now, stableMs))!;
   }
 
-  /** Many new files of a watch in one transaction (not copied, not read back: 100,000 at start-up). */
+  /**
+   * Many new files of a watch in one transaction (not copied, not read back: 100,000 at start-up),
+   * INSERT_ROWS rows a statement.
+   */
   discoverMany(watch: string, files: Array<Omit<NewFile, 'watch'>>, now: number, stableMs: number) {
+    if (files.length === 0) return;
+    const whole = files.length - (files.length % INSERT_ROWS);
+    // One write per row, as single inserts count (BATCH_WRITES, mark): `whole` here, the rest in insert.
     this.write(() => {
-      for (const f of files) this.insert(watch, f, now, stableMs);
-    });
+      const many = whole > 0 ? this.st(INSERT_MANY_SQL) : undefined;
+      const args = this.insertArgs;
+      for (let i = 0; i < whole; i += INSERT_ROWS) {
+        for (let k = 0, a = 0; k < INSERT_ROWS; k++) {
+          const f = files[i + k]!;
+          args[a++] = watch;
+          args[a++] = f.path;
+          args[a++] = f.rel;
+          args[a++] = f.size;
+          args[a++] = f.mtimeMs;
+          args[a++] = f.ino;
+          args[a++] = now;
+          args[a++] = now + stableMs;
+          args[a++] = now;
+          args[a++] = now;
+        }
+        many!.run(args);
+      }
+      for (let i = whole; i < files.length; i++) this.insert(watch, files[i]!, now, stableMs);
+    }, whole);
   }
 
   private insert(watch: string, file: Omit<NewFile, 'watch'>, now: number, stableMs: number): number {
     const id = this.write(
       () =>
-        this.st(
-          `INSERT INTO files (watch, path, rel, size, mtime_ms, ino, state, stable_since, next_at, discovered_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`,
-        ).run(watch, file.path, file.rel, file.size, file.mtimeMs, file.ino, now, now + stableMs, now, now)
-          .lastInsertRowid,
+        this.st(INSERT_SQL).run(
+          watch,
+          file.path,
+          file.rel,
+          file.size,
+          file.mtimeMs,
+          file.ino,
+          now,
+          now + stableMs,
+          now,
+          now,
+        ).lastInsertRowid,
     );
     return Number(id);
   }

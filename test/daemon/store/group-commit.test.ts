@@ -89,6 +89,23 @@ describe('the state DB commits in groups', () => {
     expect(committed()).toBe(1000);
   });
 
+  it("discoverMany's rows count a write each: a batch they take past 1,000 commits at the end of its turn", async () => {
+    const { db, discover, committed } = await openDb(60_000);
+    fakeTimers();
+    for (let i = 0; i < 950; i++) discover();
+    // Two statements of 50 rows: 950 + 100 writes.
+    const files = Array.from({ length: 100 }, (_, i) => ({
+      path: `/in/many-${i}.pdf`,
+      rel: `many-${i}.pdf`,
+      size: 1,
+      mtimeMs: 1,
+      ino: 10_000 + i,
+    }));
+    db.discoverMany('/in', files, 0, 0);
+    vi.advanceTimersByTime(0);
+    expect(committed()).toBe(1050);
+  });
+
   it('without a window (the commands), a batch commits at the end of its turn', async () => {
     const { discover, committed } = await openDb();
     fakeTimers();

@@ -2,7 +2,9 @@
  * The files table's indexes (schema 9, issue #22): a new row is written to the table, files_path and
  * files_state only, so recording 1,000,000 files at start-up writes three B-trees per row instead of
  * six. files_next is gone (nextDue seeks files_state once per state), files_sha holds rows with a
- * hash only and files_watch the rows retention pages through (archived, failed).
+ * hash only and files_watch the rows retention pages through (archived, failed). Schema 10:
+ * files_document holds rows with a document id, so that retention finds a document's other rows by
+ * a seek, not by reading every row of their states for each row it pages through.
  *
  * What must not be lost with them: every query the pipeline runs per file or per scheduler step
  * still reads through an index, never the whole table. The plans are read with EXPLAIN QUERY PLAN
@@ -34,7 +36,13 @@ function filesIndexes(db: Database.Database): Record<string, boolean> {
   return Object.fromEntries(list.map((i) => [i.name, i.partial === 1]));
 }
 
-const EXPECTED_INDEXES = { files_path: false, files_state: false, files_sha: true, files_watch: true };
+const EXPECTED_INDEXES = {
+  files_path: false,
+  files_state: false,
+  files_sha: true,
+  files_watch: true,
+  files_document: true,
+};
 
 /** Records the SQL and parameters of each statement StateDb runs from now on. */
 function recordStatements(db: StateDb) {
@@ -132,8 +140,9 @@ describe('the files indexes', () => {
         ['pruneDue results', () => db.pruneDue(watch, 'results', now, 0, 10), 'files_watch'],
       ];
       for (const [name, call, index] of hot) {
-        // The query itself, then (due, dueForUpload) the rows taken, read by id.
-        const [plan, ...byId] = plans(call);
+        // The query itself, then (due, dueForUpload) the rows taken, read by id; unheld first asks
+        // whether any row names the folder (one seek, below), then seeks each path.
+        const [plan, ...byId] = plans(call).slice(name === 'unheld' ? 1 : 0);
         expect(
           plan!.filter((d) => FULL_SCAN.test(d)),
           name,
@@ -144,6 +153,16 @@ describe('the files indexes', () => {
         ).toBe(true);
         for (const p of byId) expect(p, name).toEqual(['SEARCH files USING INTEGER PRIMARY KEY (rowid=?)']);
       }
+      // unheld: whether any row names the folder is one seek, a range of files_path; a folder no
+      // row names is answered by that seek alone (a start-up scan of files the DB never saw).
+      const [folder] = plans(() => db.unheld(watch, paths));
+      expect(folder).toEqual(['SEARCH files USING COVERING INDEX files_path (path>? AND path<?)']);
+      const fresh = plans(() => expect(db.unheld(watch, ['/in/new/a', '/in/new/b'])).toEqual([0, 1]));
+      expect(fresh).toEqual([folder]);
+      // pruneDue results: the other rows of each row's document by a seek in files_document. Through
+      // files_state it read every row of those states for each row (20,000 archived rows: 79 s).
+      const [results] = plans(() => db.pruneDue(watch, 'results', now, 0, 10));
+      expect(results).toContain('SEARCH g USING INDEX files_document (document_id=?)');
       // nextDue: one seek in files_state per state, each bounded by `now` and NEVER.
       const [nextDue] = plans(() => db.nextDue(now));
       expect(nextDue!.filter((d) => d.startsWith('SEARCH files'))).toEqual(
