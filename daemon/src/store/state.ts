@@ -312,6 +312,29 @@ const INSERT_COLUMNS = `INSERT INTO files (watch, path, rel, size, mtime_ms, ino
 const INSERT_ROW = `(?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`;
 const INSERT_SQL = INSERT_COLUMNS + INSERT_ROW;
 const INSERT_MANY_SQL = INSERT_COLUMNS + Array<string>(INSERT_ROWS).fill(INSERT_ROW).join(', ');
+/** The parameters of one INSERT_ROW. */
+const INSERT_PARAMS = 10;
+
+/** Writes one new file's INSERT_ROW parameters into `args` from `at`, in the columns' order. */
+function rowParams(
+  args: unknown[],
+  at: number,
+  watch: string,
+  file: Omit<NewFile, 'watch'>,
+  now: number,
+  stableMs: number,
+) {
+  args[at] = watch;
+  args[at + 1] = file.path;
+  args[at + 2] = file.rel;
+  args[at + 3] = file.size;
+  args[at + 4] = file.mtimeMs;
+  args[at + 5] = file.ino;
+  args[at + 6] = now;
+  args[at + 7] = now + stableMs;
+  args[at + 8] = now;
+  args[at + 9] = now;
+}
 
 export interface StateDbOptions {
   /**
@@ -328,7 +351,7 @@ export class StateDb {
   readonly path: string;
   private readonly statements = new Map<string, Database.Statement>();
   /** The parameters of an INSERT_MANY_SQL, filled again for each statement (discoverMany). */
-  private readonly insertArgs: unknown[] = new Array<unknown>(INSERT_ROWS * 10);
+  private readonly insertArgs: unknown[] = new Array<unknown>(INSERT_ROWS * INSERT_PARAMS);
   private batchOpen = false;
   /** `writes` when the open batch began: the batch holds `writes - batchStart` (see BATCH_WRITES). */
   private batchStart = 0;
@@ -657,19 +680,8 @@ export class StateDb {
       const many = whole > 0 ? this.st(INSERT_MANY_SQL) : undefined;
       const args = this.insertArgs;
       for (let i = 0; i < whole; i += INSERT_ROWS) {
-        for (let k = 0, a = 0; k < INSERT_ROWS; k++) {
-          const f = files[i + k]!;
-          args[a++] = watch;
-          args[a++] = f.path;
-          args[a++] = f.rel;
-          args[a++] = f.size;
-          args[a++] = f.mtimeMs;
-          args[a++] = f.ino;
-          args[a++] = now;
-          args[a++] = now + stableMs;
-          args[a++] = now;
-          args[a++] = now;
-        }
+        for (let k = 0; k < INSERT_ROWS; k++)
+          rowParams(args, k * INSERT_PARAMS, watch, files[i + k]!, now, stableMs);
         many!.run(args);
       }
       for (let i = whole; i < files.length; i++) this.insert(watch, files[i]!, now, stableMs);
@@ -677,22 +689,9 @@ export class StateDb {
   }
 
   private insert(watch: string, file: Omit<NewFile, 'watch'>, now: number, stableMs: number): number {
-    const id = this.write(
-      () =>
-        this.st(INSERT_SQL).run(
-          watch,
-          file.path,
-          file.rel,
-          file.size,
-          file.mtimeMs,
-          file.ino,
-          now,
-          now + stableMs,
-          now,
-          now,
-        ).lastInsertRowid,
-    );
-    return Number(id);
+    const args = new Array<unknown>(INSERT_PARAMS);
+    rowParams(args, 0, watch, file, now, stableMs);
+    return Number(this.write(() => this.st(INSERT_SQL).run(args).lastInsertRowid));
   }
 
   get(id: number): FileRow | undefined {

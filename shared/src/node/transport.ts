@@ -1,11 +1,12 @@
 /**
- * The Node transport: Node's http/https client (exchange.ts), one p-queue per client for throttling. Uploads stream from disk
- * (or from the caller's stream) and downloads stream to the caller; nothing is held in memory whole.
+ * The Node transport: Node's http/https client (exchange.ts), one p-queue per client for
+ * throttling. Uploads stream from disk (or from the caller's stream) and downloads stream to the
+ * caller; nothing is held in memory whole.
  * A queue slot is held until the response body is fully read, so `concurrency` bounds what the
  * server really sees in flight.
  */
 import { open, stat } from 'node:fs/promises';
-import type { Agent, ClientRequest } from 'node:http';
+import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -222,8 +223,7 @@ export class NodeTransport implements Transport {
     const notSent = (failure: NetworkFailure) =>
       new TransportError('connection', plain.message, { code: plain.code, requestSent: false, failure });
     if (tunnel) return notSent(tunnel.failure);
-    const host = this.target.hostname.replace(/^\[|\]$/g, '');
-    const port = Number(this.target.port || (this.target.protocol === 'https:' ? 443 : 80));
+    const { hostname: host, port } = this;
     const reason = this.target.protocol === 'https:' ? tlsReason(plain.code) : undefined;
     if (reason) {
       const cert = await peekCertificate(host, port, this.route, 5000);
@@ -329,7 +329,7 @@ export class NodeTransport implements Transport {
    * are the exchange's: not a total-time limit, since a 1 GB upload may take long.
    */
   private async answer(
-    answer: ReturnType<typeof startExchange>['answer'],
+    answer: Promise<IncomingMessage>,
     request: TransportRequest,
     counts: ExchangeCounts,
   ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
@@ -417,8 +417,7 @@ const provenUnsent = new WeakSet<object>();
 
 /**
  * The download as the reader sees it: a failure while reading becomes a DocexError naming the
- * operation, and a reader that
- * stops early releases the connection and the queue slot.
+ * operation, and a reader that stops early releases the connection and the queue slot.
  */
 async function* guardedBody(
   stream: Readable,
