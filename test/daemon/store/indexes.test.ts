@@ -144,7 +144,7 @@ describe('the files indexes', () => {
         // whether any row names the folder (one seek, below), then seeks each path.
         const [plan, ...byId] = plans(call).slice(name === 'unheld' ? 1 : 0);
         expect(
-          plan!.filter((d) => FULL_SCAN.test(d)),
+          plan!.filter((d) => FULL_SCAN.test(d) || d.includes('TEMP B-TREE')),
           name,
         ).toEqual([]);
         expect(
@@ -179,7 +179,7 @@ describe('the files indexes', () => {
   // values differ when one may change its plan. Counted with a uprobe on sqlite3Reprepare (perf
   // stat), each of these forms was prepared again at every call and the forms below at none; the
   // test keeps the per-file and per-step queries in the second kind.
-  it('the per-file and per-step queries bind no LIMIT, no state, and no key an ORDER BY could skip', async () => {
+  it('the per-file and per-step queries bind no LIMIT, no state, and no bare key beside an ORDER BY', async () => {
     const db = new StateDb(join(await freshDir(), 'sync.db'));
     try {
       const sqls: string[] = [];
@@ -198,9 +198,8 @@ describe('the files indexes', () => {
         expect(sql, sql).not.toMatch(/LIMIT \?/);
         expect(sql, sql).not.toMatch(/\bstate = \?/);
         expect(sql, sql).not.toMatch(/\bJOIN\b/);
-        const equal = /\b(\w+) = \?/.exec(sql)?.[1];
-        const orderBy = /ORDER BY (\w+)/.exec(sql)?.[1];
-        if (equal && orderBy) expect(orderBy, sql).toBe(equal);
+        // Beside an ORDER BY, a key is given in a CAST (whatever the ORDER BY names).
+        if (/ORDER BY/.test(sql)) expect(sql, sql).not.toMatch(/\b\w+ = \?/);
       }
     } finally {
       db.close();
