@@ -11,7 +11,6 @@
  * is untrusted: control characters removed, lengths capped, CSV cells that a spreadsheet would run
  * as a formula quoted, and every path resolved inside review_dir.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, link, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -24,7 +23,7 @@ import {
 } from '@docex/shared';
 import type { ReviewSettings, WatchConfig } from '../common/config.ts';
 import { hasReviewRules } from '../common/config.ts';
-import { freeTarget, inside, writeAtomic } from '../common/files.ts';
+import { freeTarget, inside, tempSuffix, writeAtomic } from '../common/files.ts';
 import type { FileRow } from '../engine/lifecycle.ts';
 import {
   DailyCsv,
@@ -305,7 +304,7 @@ export async function moveTo(source: string, target: string): Promise<void> {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EXDEV') {
-        const temp = join(dirname(target), `.${basename(target)}.${randomBytes(4).toString('hex')}.tmp`);
+        const temp = join(dirname(target), `.${basename(target)}.${tempSuffix()}.tmp`);
         await copyFile(source, temp, constants.COPYFILE_EXCL);
         await rename(temp, target);
       } else if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP')
