@@ -8,8 +8,9 @@
  * - big transfers from and to disk (DOCEX_BENCH_MB, default 1024 MiB; 0 skips them) by the built
  *   docex CLI (daemon/dist/docex.js, built first), as users run it: `docex tasks upload FILE` and
  *   `docex documents download-file N -o FILE`, against curl doing the same (when installed):
- *   throughput, and peak RSS (VmHWM, through /usr/bin/time) next to the peak of a small command
- *   (what loading the code costs). Goal: peak under 120 MB. See docs/client.md, "Memory".
+ *   throughput (goal: at least 0.8x curl's), and peak RSS (VmHWM, through /usr/bin/time) next to the
+ *   peak of a small command (what loading the code costs). Goal: peak under 120 MB. See
+ *   docs/client.md, "Memory".
  *
  * The server is a child process of its own (bench/server.ts). No timing is asserted anywhere.
  */
@@ -33,6 +34,8 @@ const REQUEST_REPS = Number(process.env.DOCEX_BENCH_REPS ?? 7);
 const TRANSFER_REPS = Number(process.env.DOCEX_BENCH_TRANSFER_REPS ?? 3);
 const CPU_GOAL = 1.5;
 const RSS_GOAL_MB = 120;
+/** Upload and download throughput against curl's (issue #22). */
+const TRANSFER_GOAL = 0.8;
 
 interface CaseResult {
   seconds: number;
@@ -247,6 +250,16 @@ export default async function clientBench(): Promise<BenchRow[]> {
         unit: 'MB/s',
         note: k ? `curl ${median(k.map(mbps)).toFixed(0)} MB/s` : 'curl not installed',
       },
+      ...(k
+        ? [
+            {
+              measure: `  docex / curl throughput (medians)`,
+              value: median(c.map(mbps)) / median(k.map(mbps)),
+              unit: 'x',
+              note: `goal >= ${TRANSFER_GOAL}x: ${median(c.map(mbps)) / median(k.map(mbps)) >= TRANSFER_GOAL ? 'met' : 'missed'}; best runs ${(Math.max(...c.map(mbps)) / Math.max(...k.map(mbps))).toFixed(2)}x`,
+            },
+          ]
+        : []),
       {
         measure: `  docex peak RSS`,
         value: median(c.map((r) => r.peakRssMb!)),

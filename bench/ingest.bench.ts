@@ -291,14 +291,22 @@ export default async function ingestBench(): Promise<BenchRow[]> {
     if (runs[a].length && runs[b].length)
       rows.push({ measure, value: median(runs[a].map(rate)) / median(runs[b].map(rate)), unit: 'x', note });
   };
-  ratio('daemon', 'baseline', 'docex-sync / plain loop (median files/s)', 'goal >= 0.90');
+  const verdict = (met: boolean) => (met ? 'met' : 'missed');
   if (runs.daemon.length && runs.baseline.length) {
+    const files = median(runs.daemon.map(rate)) / median(runs.baseline.map(rate));
+    rows.push({
+      measure: 'docex-sync / plain loop (median files/s)',
+      value: files,
+      unit: 'x',
+      note: `goal >= 0.90: ${verdict(files >= 0.9)}`,
+    });
     const cpu = (c: Case) => median(runs[c].map((r) => r.cpuMs / FILES));
+    const cpuRatio = cpu('daemon') / cpu('baseline');
     rows.push({
       measure: 'docex-sync / plain loop (median CPU per file)',
-      value: cpu('daemon') / cpu('baseline'),
+      value: cpuRatio,
       unit: 'x',
-      note: 'goal <= 2.0',
+      note: `goal <= 2.0: ${verdict(cpuRatio <= 2)}`,
     });
   }
   ratio('durable', 'baseline', 'plain loop + guarantees / plain loop', 'the price of the guarantees alone');
