@@ -10,14 +10,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
-import { DocexRedirectError, DocexResponseTooLargeError, readAll, type DocexClient } from '@docex/shared';
+import {
+  DocexRedirectError,
+  DocexResponseTooLargeError,
+  DocexTimeoutError,
+  formatRequestTrace,
+  readAll,
+  type DocexClient,
+  type RequestTrace,
+} from '@docex/shared';
 import {
   bytes,
   caught,
   everythingOf,
+  fakeTimeClient,
   KEY,
   localServer,
   nodeClient,
+  unansweredConnectUrl,
   type LocalServer,
 } from '../support/client.ts';
 
@@ -134,6 +144,84 @@ describe('keep-alive races: writes are never lost to a connection the server clo
     }
     expect(server.resets).toEqual([]);
     expect(server.processed).toHaveLength(3);
+  });
+});
+
+/**
+ * Uses no nock: nock hands requests a socket of its own that looks connected at once.
+ */
+describe('connecting', () => {
+  test('no connection within timeoutMs: a timeout that says so; an upload is sent again, since it never left', async () => {
+    const silent = await unansweredConnectUrl();
+    try {
+      const client = fakeTimeClient({ baseUrl: silent.url, timeoutMs: 200, retry: { maxRetries: 1 } });
+      const error = (await caught(client.fetchFolder({ folder_id: 1 }))) as DocexTimeoutError;
+      expect(error).toBeInstanceOf(DocexTimeoutError);
+      expect(error.code).toBe('ETIMEDOUT');
+      expect(error.message).toBe("fetch_folder: timed out: Timeout awaiting 'connect' for 200ms");
+      expect(error.retryable).toBe(true);
+      expect(client.sleep.calls).toHaveLength(1);
+
+      // Nothing was written: the upload is tried again (an upload that timed out waiting for its
+      // answer is not: errors.test.ts).
+      const upload = await caught(
+        client.uploadFile({ files: [{ data: new Uint8Array(10), fileName: 'a.pdf' }] }),
+      );
+      expect(upload).toBeInstanceOf(DocexTimeoutError);
+      expect(upload.message).toBe("upload_file: timed out: Timeout awaiting 'connect' for 200ms");
+      expect(client.sleep.calls).toHaveLength(2);
+    } finally {
+      await silent.close();
+    }
+  });
+});
+
+describe('the trace of a download (--debug)', () => {
+  /** A download of 100,000 bytes: sent whole, cut by the server after 1,000, or 1,000 then held. */
+  async function traced(
+    server: 'whole' | 'cut' | 'held',
+    read: (body: AsyncIterable<Uint8Array>) => Promise<unknown>,
+  ) {
+    const s = await localServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': '100000' });
+      if (server === 'whole') return void res.end(Buffer.alloc(100_000));
+      res.write(Buffer.alloc(1000), () => server === 'cut' && res.socket?.destroy());
+    });
+    servers.push(s);
+    const traces: RequestTrace[] = [];
+    const done = new Promise<void>((resolve) => {
+      const client = nodeClient({
+        baseUrl: s.url,
+        retry: { maxRetries: 0 },
+        trace: (t) => {
+          traces.push(t);
+          resolve();
+        },
+      });
+      void client.fetchFile({ document_id: 7 }).then((file) => read(file.body).catch(() => undefined));
+    });
+    await done;
+    expect(traces).toHaveLength(1);
+    return formatRequestTrace(traces[0]!);
+  }
+
+  test('read to its end: the status alone', async () => {
+    expect(await traced('whole', readAll)).toMatch(
+      /^http: GET \/v1\/fetch_file\/\?document_id=7 200 \d+ ms sent 0 B received 100000 B direct$/,
+    );
+  });
+
+  test('cut by the server after the answer: the status, then how the body ended', async () => {
+    expect(await traced('cut', readAll)).toMatch(
+      /^http: GET \/v1\/fetch_file\/\?document_id=7 200, body cut short \(ECONNRESET\) \d+ ms sent 0 B received 1000 B direct$/,
+    );
+  });
+
+  test('left by its reader after the first part: said so', async () => {
+    const firstPart = async (body: AsyncIterable<Uint8Array>) => {
+      for await (const _ of body) break;
+    };
+    expect(await traced('held', firstPart)).toMatch(/ 200, body cut short \(left unread\) /);
   });
 });
 

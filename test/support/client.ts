@@ -1,6 +1,8 @@
 /** Shared by the client tests: a distinctive key, clients wired to nock or to a local server, a fake sleep. */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { DocexClient, type ClientOptions } from '@docex/shared';
 import { createNodeClient, NodeTransport, type NodeClientOptions } from '@docex/shared/node';
 
@@ -45,7 +47,7 @@ export function recordingSleep(onSleep?: (ms: number) => void): RecordingSleep {
   return sleep;
 }
 
-/** The real got transport with an injected sleep (delays are recorded, not waited). */
+/** The real Node transport with an injected sleep (delays are recorded, not waited). */
 export function fakeTimeClient(
   options: Partial<ClientOptions> & { baseUrl?: string; concurrency?: number } = {},
 ): DocexClient & { sleep: RecordingSleep } {
@@ -93,6 +95,57 @@ export async function closedPortUrl(): Promise<string> {
   const s = await localServer(() => {});
   await s.close();
   return s.url;
+}
+
+/**
+ * A URL whose connections are never taken: a listener in a child process, stopped (SIGSTOP), with
+ * its accept queue full. The kernel then drops each new SYN and the client's connect() waits, as for
+ * a host behind a firewall that drops packets. Linux queues backlog + 1 connections: with a backlog
+ * of 1, the two made here fill it (each waited for until it is connected).
+ */
+export async function unansweredConnectUrl(): Promise<{ url: string; close: () => Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('node:net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, function () {
+        process.send(this.address().port, () => process.kill(process.pid, 'SIGSTOP'));
+      });`,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as number));
+    child.once('error', reject);
+  });
+  // Stopped once the port was sent (the callback of send): connections made now are never accepted.
+  await new Promise<void>((resolve) => {
+    const check = () => (/^T/.test(stateOf(child.pid!)) ? resolve() : setImmediate(check));
+    check();
+  });
+  const queued: Socket[] = [];
+  for (let i = 0; i < 2; i++) {
+    const socket = connect(port, '127.0.0.1');
+    queued.push(socket);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of queued) socket.destroy();
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** A process's state letter from /proc (T: stopped). */
+function stateOf(pid: number): string {
+  return /\) (\w)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1] ?? '';
 }
 
 /** Everything an error exposes, in one string, to search for the key. */

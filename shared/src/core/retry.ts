@@ -6,7 +6,6 @@ import {
   DocexTlsError,
   DocexError,
   DocexRateLimitError,
-  DocexTimeoutError,
 } from './errors.ts';
 
 export interface RetryPolicy {
@@ -49,8 +48,8 @@ export function shouldRetry(error: DocexError, ctx: RetryContext): boolean {
   // A proxy that wants credentials or a certificate we do not trust answers the same a second later.
   if (error instanceof DocexProxyAuthError || error instanceof DocexTlsError) return false;
   if (error instanceof DocexRateLimitError) return true;
-  if (error instanceof DocexConnectionError && !(error instanceof DocexTimeoutError) && ctx.notSent)
-    return true;
+  // Not sent: refused, unresolved, unreachable, or not connected within the timeout.
+  if (error instanceof DocexConnectionError && ctx.notSent) return true;
   if (!ctx.idempotent) return false;
   if (error instanceof DocexConnectionError) return true;
   return error instanceof DocexApiError && (error.status === 408 || error.status >= 500);

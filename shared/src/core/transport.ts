@@ -126,7 +126,10 @@ export interface RequestTrace {
   path: string;
   /** The answer's status, or undefined when none came. */
   status: number | undefined;
-  /** The error code when the request failed (ECONNRESET, ETIMEDOUT, EPROXYAUTH...). */
+  /**
+   * The error code when the request failed (ECONNRESET, ETIMEDOUT, EPROXYAUTH...); with a status,
+   * how a download's body was cut short after that answer (its code, or 'left unread').
+   */
   error: string | undefined;
   ms: number;
   sentBytes: number;
@@ -135,9 +138,17 @@ export interface RequestTrace {
   proxy: string | undefined;
 }
 
-/** `http: GET /v1/fetch_all_folders/ 200 12 ms sent 0 B received 341 B direct`. */
+/**
+ * `http: GET /v1/fetch_all_folders/ 200 12 ms sent 0 B received 341 B direct`; a download cut after
+ * its answer: `http: GET /v1/fetch_file/?document_id=7 200, body cut short (ECONNRESET) ...`.
+ */
 export function formatRequestTrace(t: RequestTrace): string {
-  const outcome = t.status !== undefined ? String(t.status) : `failed (${t.error ?? 'no answer'})`;
+  const outcome =
+    t.status === undefined
+      ? `failed (${t.error ?? 'no answer'})`
+      : t.error === undefined
+        ? String(t.status)
+        : `${t.status}, body cut short (${t.error})`;
   return `http: ${t.method} ${t.path} ${outcome} ${t.ms} ms sent ${t.sentBytes} B received ${t.receivedBytes} B ${
     t.proxy ? `via proxy ${t.proxy}` : 'direct'
   }`;

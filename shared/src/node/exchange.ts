@@ -36,9 +36,12 @@ export interface ExchangeCounts {
 /** A timeout, named like got's so messages and codes stay what users and tests know. */
 export class ExchangeTimeoutError extends Error {
   readonly code = 'ETIMEDOUT';
+  /** What it waited on: 'connect' (the socket never connected, so nothing was sent) or 'socket' (a stall). */
+  readonly event: 'connect' | 'socket';
   constructor(event: 'connect' | 'socket', ms: number) {
     super(`Timeout awaiting '${event}' for ${ms}ms`);
     this.name = 'TimeoutError';
+    this.event = event;
   }
 }
 

@@ -24,7 +24,7 @@ import {
 } from '../core/errors.ts';
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
 import { collectingPacer } from './collect.ts';
-import { bodyOf, startExchange, type ExchangeCounts } from './exchange.ts';
+import { bodyOf, ExchangeTimeoutError, startExchange, type ExchangeCounts } from './exchange.ts';
 import { LargeReadHttpAgent } from './large-reads.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
 import { parseProxyUrl, proxyFromEnv, type ProxyEnv } from '../core/proxy.ts';
@@ -238,7 +238,7 @@ export class NodeTransport implements Transport {
 
   private async perform(
     request: TransportRequest,
-  ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
+  ): Promise<{ response: TransportResponse; finished: Promise<BodyEnd> }> {
     const query = request.query.length > 0 ? `?${new URLSearchParams(request.query).toString()}` : '';
     let path = this.basePath + request.path + query;
     const headers: Record<string, string> = { ...this.defaultHeaders };
@@ -290,7 +290,7 @@ export class NodeTransport implements Transport {
         counts.sent = body?.byteLength ?? 0;
         req.end(body);
       }
-      let result: { response: TransportResponse; finished: Promise<void> };
+      let result: { response: TransportResponse; finished: Promise<BodyEnd> };
       try {
         result = await this.answer(exchange.answer, request, counts);
       } catch (error) {
@@ -332,21 +332,28 @@ export class NodeTransport implements Transport {
     answer: Promise<IncomingMessage>,
     request: TransportRequest,
     counts: ExchangeCounts,
-  ): Promise<{ response: TransportResponse; finished: Promise<void> }> {
+  ): Promise<{ response: TransportResponse; finished: Promise<BodyEnd> }> {
     const response = await answer;
     const headersOut = response.headers as TransportResponse['headers'];
     const status = response.statusCode ?? 0;
     const stream = bodyOf(response);
     if (status >= 200 && status < 300 && request.responseType === 'binary') {
-      const finished = new Promise<void>((done) => stream.once('close', () => done()));
-      stream.on('error', () => {}); // surfaces to the reader through iteration
+      // How the body ended, for the trace: read to its end (undefined), failed (its code), or left.
+      let failure: string | undefined;
+      stream.on('error', (error: NodeJS.ErrnoException) => (failure ??= error.code ?? error.name)); // the reader hears of it through iteration
+      const finished = new Promise<BodyEnd>((done) =>
+        stream.once('close', () => done(failure ?? (stream.readableEnded ? undefined : BODY_LEFT))),
+      );
       return {
         response: { status, headers: headersOut, body: guardedBody(stream, request, counts) },
         finished,
       };
     }
     const text = await readText(stream, request.operation, this.maxResponseBytes, headersOut, counts);
-    return { response: { status, headers: headersOut, body: parseBody(text) }, finished: Promise.resolve() };
+    return {
+      response: { status, headers: headersOut, body: parseBody(text) },
+      finished: Promise.resolve(undefined),
+    };
   }
 }
 
@@ -406,11 +413,18 @@ function traceRequest(
       const e = error as { code?: string; name?: string } | undefined;
       report(undefined, e?.code ?? e?.name);
     },
-    answered({ response, finished }: { response: TransportResponse; finished: Promise<void> }) {
-      void finished.then(() => report(response.status, undefined));
+    answered({ response, finished }: { response: TransportResponse; finished: Promise<BodyEnd> }) {
+      void finished.then((end) => report(response.status, end));
     },
   };
 }
+
+/**
+ * How an answer's body ended: undefined when read to its end; else the code of the failure that cut
+ * it (ECONNRESET, ETIMEDOUT...) or BODY_LEFT when the reader stopped before the end.
+ */
+type BodyEnd = string | undefined;
+const BODY_LEFT = 'left unread';
 
 /** Errors of requests of which not one byte was written (see watchWire). */
 const provenUnsent = new WeakSet<object>();
@@ -668,12 +682,16 @@ function toTransportError(error: unknown, signal: AbortSignal | undefined): Tran
   if (signal?.aborted || e.name === 'AbortError' || e.code === 'ERR_ABORTED') {
     return new TransportError('abort', 'aborted', { code: e.code, requestSent: true });
   }
+  // A failure before the socket took a byte (watchWire), or a timeout while still connecting (the
+  // bytes it took were only buffered), never reached the server: even an upload may be sent again.
+  const unsent = provenUnsent.has(error as object);
   if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') {
-    return new TransportError('timeout', message, { code: e.code, requestSent: true });
+    const connecting = error instanceof ExchangeTimeoutError && error.event === 'connect';
+    return new TransportError('timeout', message, { code: e.code, requestSent: !(unsent || connecting) });
   }
   return new TransportError('connection', message, {
     code: e.code,
-    requestSent: !(provenUnsent.has(error as object) || (e.code && NOT_SENT_CODES.has(e.code))),
+    requestSent: !(unsent || (e.code && NOT_SENT_CODES.has(e.code))),
   });
 }
 
