@@ -1057,8 +1057,10 @@ export class StateDb {
 
   /** The rows of files whose results came from these documents (a rerun rewrites them). */
   filesOfDocuments(documentIds: number[]): FileRow[] {
+    // A seek per document in files_document: through files_state (`+state` keeps the planner off
+    // it) a rerun's every chunk read all the done and archived rows there are.
     return this.st(
-      `SELECT * FROM files WHERE state IN ('done', 'archived') AND document_id IN (SELECT value FROM json_each(?)) ORDER BY id`,
+      `SELECT * FROM files WHERE +state IN ('done', 'archived') AND document_id IN (SELECT value FROM json_each(?)) ORDER BY id`,
     ).all(JSON.stringify(documentIds)) as FileRow[];
   }
 

@@ -163,6 +163,10 @@ describe('the files indexes', () => {
       // files_state it read every row of those states for each row (20,000 archived rows: 79 s).
       const [results] = plans(() => db.pruneDue(watch, 'results', now, 0, 10));
       expect(results).toContain('SEARCH g USING INDEX files_document (document_id=?)');
+      // filesOfDocuments (a rerun's chunk of documents): a seek per document, not every done row.
+      const [ofDocuments] = plans(() => expect(db.filesOfDocuments([7]).map((r) => r.id)).toEqual([2]));
+      expect(ofDocuments).toContain('SEARCH files USING INDEX files_document (document_id=?)');
+      expect(ofDocuments!.filter((d) => d.includes('files_state') || FULL_SCAN.test(d))).toEqual([]);
       // nextDue: one seek in files_state per state, each bounded by `now` and NEVER.
       const [nextDue] = plans(() => db.nextDue(now));
       expect(nextDue!.filter((d) => d.startsWith('SEARCH files'))).toEqual(
