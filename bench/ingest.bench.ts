@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { daemonNodeFlags } from '../test/support/daemon-heap.ts';
 import type { BenchRow } from './run.ts';
 
 const FILES = Number(process.env.DOCEX_BENCH_FILES ?? 2000);
@@ -224,7 +225,9 @@ function inChild(name: Case, url: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, DOCEX_BENCH_CASE: name, DOCEX_BENCH_URL: url },
-      execArgv: [],
+      // The daemon with the young-generation cap the installed `docex-sync run` starts with
+      // (daemon/bin/daemon-heap.js); the loops as Node starts them.
+      execArgv: name === 'daemon' ? daemonNodeFlags(process.env.NODE_OPTIONS) : [],
     });
     child.once('message', (m) => resolve(m as RunResult));
     child.once('error', reject);
