@@ -161,17 +161,18 @@ export function healthOf(source: StatusSource): Health {
   const blind = db.blindWatchers();
   for (const w of config.watch)
     if (blind[w.path]) attention.push(`watch ${w.path}: ${blindAdvice(blind[w.path]!)}`);
-  const failed = db.counts().failed;
+  const counts = db.counts(); // once: it reads the tallies and the index
+  const failed = counts.failed;
   if (failed)
     attention.push(
       `${failed} failed file(s): fix the cause, then docex-sync retry --all (or Retry on the status page)`,
     );
-  const unrouted = db.counts().held;
+  const unrouted = counts.held;
   if (unrouted)
     attention.push(
       `${unrouted} file(s) held: no route of their watch matches their sub-folder; add a route (or move them), they are never sent with a guessed template`,
     );
-  const waiting = db.counts().review;
+  const waiting = counts.review;
   if (waiting)
     attention.push(
       `${waiting} document(s) wait for review: look at them in their review_dir, then approve them (docex-sync approve, or Approve on the status page)`,

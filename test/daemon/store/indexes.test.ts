@@ -42,6 +42,8 @@ const EXPECTED_INDEXES = {
   files_sha: true,
   files_watch: true,
   files_document: true,
+  files_finished: true,
+  files_blocked: true,
 };
 
 /** Records the SQL and parameters of each statement StateDb runs from now on. */
@@ -163,6 +165,25 @@ describe('the files indexes', () => {
       // files_state it read every row of those states for each row (20,000 archived rows: 79 s).
       const [results] = plans(() => db.pruneDue(watch, 'results', now, 0, 10));
       expect(results).toContain('SEARCH g USING INDEX files_document (document_id=?)');
+      // What the status page, /healthz and /metrics read: rows in flight through files_state, rows at
+      // rest from their tally; the latest finished and held-back rows through their partial indexes.
+      for (const [name, call] of [
+        ['counts', () => db.counts()],
+        ['outcomes', () => db.outcomes()],
+        ['countsByWatch', () => db.countsByWatch()],
+        ['countsByRoute', () => db.countsByRoute()],
+        ['lastErrors', () => db.lastErrors()],
+      ] as const)
+        for (const plan of plans(call))
+          expect(
+            // A scan of files_blocked reads the held-back rows only (a partial index).
+            plan.filter((d) => FULL_SCAN.test(d) && !d.endsWith('USING INDEX files_blocked')),
+            `${name}: ${plan.join(' | ')}`,
+          ).toEqual([]);
+      const [finished] = plans(() => db.finishedSince(now));
+      expect(finished).toEqual(['SEARCH files USING INDEX files_finished (updated_at>?)']);
+      const [blocked] = plans(() => db.blocked());
+      expect(blocked).toEqual(['SCAN files USING INDEX files_blocked']);
       // filesOfDocuments (a rerun's chunk of documents): a seek per document, not every done row.
       const [ofDocuments] = plans(() => expect(db.filesOfDocuments([7]).map((r) => r.id)).toEqual([2]));
       expect(ofDocuments).toContain('SEARCH files USING INDEX files_document (document_id=?)');
