@@ -206,7 +206,9 @@ const MIGRATIONS = [
   // They counted and sorted every row instead: with 1,000,000 archived rows a refresh of the page
   // (every 3 s while it is open) read for ~1.5 s. Rows at rest (archived, failed) are the ones that
   // pile up; the others are work in flight, counted through files_state. The triggers fire when a
-  // row enters, leaves or changes at rest, never at discovery (a start-up scan inserts a million).
+  // row enters, leaves or changes at rest. None fires on INSERT: a row is always inserted in flight
+  // (INSERT_ROW), and a trigger on insert, even one whose WHEN is false, costs every row of a
+  // start-up scan that inserts a million.
   `CREATE TABLE rest_tallies (
     watch TEXT NOT NULL,
     route TEXT NOT NULL,
@@ -218,11 +220,6 @@ const MIGRATIONS = [
   INSERT INTO rest_tallies
     SELECT watch, IFNULL(route, ''), state, IFNULL(outcome, ''), COUNT(*) FROM files
     WHERE state = 'archived' OR state = 'failed' GROUP BY 1, 2, 3, 4;
-  CREATE TRIGGER rest_tally_insert AFTER INSERT ON files
-  WHEN NEW.state = 'archived' OR NEW.state = 'failed' BEGIN
-    INSERT INTO rest_tallies VALUES (NEW.watch, IFNULL(NEW.route, ''), NEW.state, IFNULL(NEW.outcome, ''), 1)
-      ON CONFLICT DO UPDATE SET n = n + 1;
-  END;
   CREATE TRIGGER rest_tally_delete AFTER DELETE ON files
   WHEN OLD.state = 'archived' OR OLD.state = 'failed' BEGIN
     UPDATE rest_tallies SET n = n - 1
@@ -361,6 +358,7 @@ function firstIds(statement: Database.Statement, params: unknown[], count: numbe
  */
 const INSERT_ROWS = 50;
 const INSERT_COLUMNS = `INSERT INTO files (watch, path, rel, size, mtime_ms, ino, state, stable_since, next_at, discovered_at, updated_at) VALUES `;
+/** A row always begins in flight: rest_tallies (schema 11) counts a row once it comes to rest. */
 const INSERT_ROW = `(?, ?, ?, ?, ?, ?, 'discovered', ?, ?, ?, ?)`;
 const INSERT_SQL = INSERT_COLUMNS + INSERT_ROW;
 const INSERT_MANY_SQL = INSERT_COLUMNS + Array<string>(INSERT_ROWS).fill(INSERT_ROW).join(', ');

@@ -2,7 +2,7 @@
  * counts(), outcomes(), countsByWatch() and countsByRoute() read the rows at rest from a tally kept
  * by triggers (schema 11). Whatever happens to the rows, they must say what counting every row says.
  */
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -139,6 +139,19 @@ describe('the tally of rows at rest', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('rows are only ever inserted in flight (no trigger counts an insert at rest)', async () => {
+    const store = await readFile(join(import.meta.dirname, '../../../daemon/src/store/state.ts'), 'utf8');
+    const inserts = [...store.matchAll(/INSERT INTO files\b/g)];
+    expect(inserts).toHaveLength(1);
+    expect(store).toMatch(/const INSERT_ROW = `\(\?, \?, \?, \?, \?, \?, 'discovered', /);
+    for (const dir of ['engine', 'outputs', 'mail', 'commands', 'status'])
+      for (const file of await readdir(join(import.meta.dirname, '../../../daemon/src', dir)))
+        expect(
+          await readFile(join(import.meta.dirname, '../../../daemon/src', dir, file), 'utf8'),
+          `${dir}/${file}`,
+        ).not.toMatch(/INSERT INTO files\b/);
   });
 
   it('a DB of docex-sync 0.1.0 migrates with its rows at rest tallied', async () => {
