@@ -339,8 +339,9 @@ export class NodeTransport implements Transport {
     const stream = bodyOf(response);
     if (status >= 200 && status < 300 && request.responseType === 'binary') {
       // How the body ended, for the trace: read to its end (undefined), failed (its code), or left.
+      // The reader hears of a failure through iteration; this listener only notes it.
       let failure: string | undefined;
-      stream.on('error', (error: NodeJS.ErrnoException) => (failure ??= error.code ?? error.name)); // the reader hears of it through iteration
+      stream.on('error', (error: NodeJS.ErrnoException) => (failure ??= error.code ?? error.name));
       const finished = new Promise<BodyEnd>((done) =>
         stream.once('close', () => done(failure ?? (stream.readableEnded ? undefined : BODY_LEFT))),
       );
