@@ -23,6 +23,14 @@ npm_outside() {
   env "${drop[@]}" npm "$@"
 }
 
+# Keeps how long a one-time install took in the user cache ("<seconds> <when, epoch seconds>"), so
+# that the test run's timing report can say how long a first run on a new machine takes
+# (test/support/timing.ts reads them). Usage: started=$SECONDS; ...install...; record_install NAME "$started"
+record_install() {
+  mkdir -p "$DOCEX_CACHE/install-times" 2>/dev/null &&
+    echo "$((SECONDS - $2)) $(date +%s)" > "$DOCEX_CACHE/install-times/$1" 2>/dev/null || true
+}
+
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
 if [ "$(node_major)" -lt 22 ]; then
@@ -37,6 +45,7 @@ if [ "$(node_major)" -lt 22 ]; then
   if [ ! -x "$node_home/node_modules/.bin/node" ]; then
     echo "docex: Node $(node --version 2>/dev/null || echo none) is older than 22; installing Node 24 into $node_home" >&2
     mkdir -p "$node_home"
+    install_started=$SECONDS
     # The `node` package fetches its binary in an install script: scripts must run here, whatever a
     # user config says (strict-allow-scripts would refuse its unreviewed preinstall).
     npm_outside install --prefix "$node_home" --no-save --loglevel=error --ignore-scripts=false \
@@ -45,6 +54,7 @@ if [ "$(node_major)" -lt 22 ]; then
       echo "docex: installing Node 24 from the npm registry failed (no $node_home/node_modules/.bin/node)" >&2
       exit 1
     fi
+    record_install "Node 24" "$install_started"
   fi
   export PATH="$node_home/node_modules/.bin:$PATH"
   # node-gyp must build native addons against the headers of the Node that runs them.
@@ -57,6 +67,8 @@ stamp="$repo_root/node_modules/.docex-lock-hash"
 lock_hash="$(node -e 'const c=require("crypto"),f=require("fs");const h=c.createHash("sha256");for(const p of process.argv.slice(1))h.update(f.readFileSync(p));h.update(process.version);console.log(h.digest("hex"))' "$repo_root/package-lock.json" "$repo_root/package.json" "$repo_root/shared/package.json" "$repo_root/daemon/package.json")"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
   echo "docex: installing dependencies (npm ci)" >&2
+  install_started=$SECONDS
   (cd "$repo_root" && npm ci --ignore-scripts --loglevel=error --no-fund --no-audit >&2)
+  record_install "npm ci" "$install_started"
   echo "$lock_hash" > "$stamp"
 fi

@@ -11,6 +11,7 @@ stamp="$dir/.installed-$(node -p process.version)"
 sqlite_loads() { (cd "$dir" && node -e 'require("sqlite3")' >/dev/null 2>&1); }
 if [ ! -f "$stamp" ] || ! sqlite_loads; then
   echo "docex: installing n8n $version into $dir (first run only, about 7 minutes)" >&2
+  install_started=$SECONDS
   mkdir -p "$dir"
   cat > "$dir/package.json" <<JSON
 { "name": "docex-n8n-e2e", "private": true, "overrides": { "linkedom": "0.18.12" } }
@@ -29,5 +30,6 @@ JSON
     exit 1
   fi
   touch "$stamp"
+  record_install "n8n $version" "$install_started"
 fi
 echo "$dir/node_modules/.bin/n8n"

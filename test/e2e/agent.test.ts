@@ -1,12 +1,14 @@
 /**
- * The node as an AI Agent's tool in a real n8n 2.40.7 (`n8n execute`): the agent's chat model is a
- * scripted stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and
- * credential; the document comes from a file server started here, the service is the emulator.
+ * The node as an AI Agent's tool in a real n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts;
+ * the workflow runs as the editor's Run button runs it): the agent's chat model is a scripted
+ * stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and credential; the
+ * document comes from a file server started here, the service is the emulator.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
-import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { CREDENTIAL } from './real-n8n.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import {
   extractThenAnswer,
   importOpenAiCredential,
@@ -16,7 +18,7 @@ import {
 } from './stand-in-model.ts';
 import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
-let n8n: RealN8n;
+let n8n: SharedN8n;
 let model: StandInModel;
 let files: FileServer;
 let templateId = 0;
@@ -25,11 +27,11 @@ const OPENAI = { openAiApi: { id: 'openaicred000001', name: 'Stand-in model' } }
 beforeAll(async () => {
   files = await startFileServer({ '/invoices/agent-1.txt': 'Invoice number: AGENT-1\nTotal: 10,50\n' });
   model = await startStandInModel(extractThenAnswer('Extract_Invoice'));
-  n8n = await prepareN8n();
+  n8n = await sharedN8n();
   templateId = await createInvoiceTemplate(n8n.emulator, 'agent e2e');
 
   await importOpenAiCredential(n8n, OPENAI.openAiApi, model.url);
-}, 600_000);
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await n8n?.cleanup();

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { repo } from './pack.ts';
+import { oneTimeInstallsDone } from './shared.ts';
+import { timed } from '../support/timing.ts';
 
 /** The little of playwright-core's API the tests use (its types are not in the repo's node_modules). */
 export interface Locator {
@@ -72,6 +74,8 @@ const FLAGS = [
 ];
 
 export async function launchChromium(viewport?: { width: number; height: number }): Promise<BrowserContext> {
+  // The e2e global set-up installs them once for the run; then the script below only finds them.
+  await oneTimeInstallsDone();
   // Installs Debian's chromium (apt-get) and playwright-core (user cache) when missing, saying so.
   const driver = execFileSync('bash', [join(repo, 'scripts/browser-install.sh')], {
     encoding: 'utf8',
@@ -82,13 +86,15 @@ export async function launchChromium(viewport?: { width: number; height: number 
   };
   const profile = await mkdtemp(join(tmpdir(), 'docex-chromium-'));
   try {
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      timeout: 120_000,
-      ...(viewport ? { viewport } : {}),
-    });
+    const browser = await timed('Chromium launch', () =>
+      chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: FLAGS,
+        timeout: 120_000,
+        ...(viewport ? { viewport } : {}),
+      }),
+    );
     return {
       newPage: () => browser.newPage(),
       async close() {

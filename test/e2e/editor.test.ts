@@ -1,7 +1,8 @@
 /**
- * The packed package in a running n8n 2.40.7 (`n8n start`, owner set up through its REST API) as a
- * builder meets it: the credential test through the REST call the credential dialog makes, and the
- * editor's node panel driven in Chromium. One n8n and one browser serve every check.
+ * The packed package in a running n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts: `n8n start`,
+ * owner set up through its REST API) as a builder meets it: the credential test through the REST
+ * call the credential dialog makes, and the editor's node panel driven in Chromium. One n8n and one
+ * browser serve every check.
  */
 import { join } from 'node:path';
 import type { INodePropertyOptions } from 'n8n-workflow';
@@ -9,14 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docex } from '../../nodes/Docex/Docex.node.ts';
 import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
 import { launchChromium, type BrowserContext, type Page } from './browser.ts';
-import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
 import { createInvoiceTemplate } from './invoices.ts';
-import { n8nReady, OWNER, setUpOwner, startN8n, until, type Service } from './services.ts';
+import { OWNER, until } from './services.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import { importOpenAiCredential } from './stand-in-model.ts';
 import { exampleWorkflow } from './workflows.ts';
 
-let n8n: RealN8n;
-let server: Service | undefined;
+let n8n: SharedN8n;
 let browser: BrowserContext | undefined;
 let page: Page;
 let base = '';
@@ -33,12 +33,12 @@ const UI_MS_PER_READY_MS = 3 * SIGNIN_PER_READY;
 const UI_FLOOR_MS = 30_000;
 let uiLimitMs = UI_FLOOR_MS;
 
-/** examples/n8n-agent.json, imported before n8n starts: an AI Agent whose tools are our node. */
+/** examples/n8n-agent.json, imported before the browser opens it: an AI Agent whose tools are our node. */
 const AGENT_WORKFLOW = 'wfeditoragent001';
 let agentExample: Awaited<ReturnType<typeof exampleWorkflow>>;
 
 beforeAll(async () => {
-  n8n = await prepareN8n();
+  [n8n, browser] = await Promise.all([sharedN8n(), launchChromium({ width: 1400, height: 1000 })]);
   // The model is never called here: its credential only has to exist for the panel.
   const openAi = { id: 'openaicred000003', name: 'OpenAI' };
   await importOpenAiCredential(n8n, openAi, 'http://127.0.0.1:9/v1');
@@ -47,18 +47,13 @@ beforeAll(async () => {
     credentials: { openAiApi: openAi },
   });
   await n8n.importWorkflow(agentExample);
-  const started = await startN8n(n8n);
-  server = started;
-  base = started.url;
-  const [, readyMs] = await Promise.all([
-    launchChromium({ width: 1400, height: 1000 }).then((b) => (browser = b)),
-    n8nReady(started),
-  ]);
-  uiLimitMs = Math.max(UI_FLOOR_MS, Math.round(UI_MS_PER_READY_MS * readyMs));
+  base = n8n.url;
+  // How long the shared n8n took to be ready when it started (this file may not have waited for it).
+  uiLimitMs = Math.max(UI_FLOOR_MS, Math.round(UI_MS_PER_READY_MS * n8n.readyMs));
   process.stderr.write(
-    `editor e2e: n8n ready after ${Math.round(readyMs)} ms; browser steps may take ${uiLimitMs} ms\n`,
+    `editor e2e: n8n was ready after ${Math.round(n8n.readyMs)} ms; browser steps may take ${uiLimitMs} ms\n`,
   );
-  cookie = await setUpOwner(base);
+  cookie = n8n.cookie;
 
   page = await browser!.newPage();
   page.setDefaultTimeout(uiLimitMs);
@@ -72,11 +67,10 @@ beforeAll(async () => {
   await page.locator('input[type="password"]').fill(OWNER.password);
   await page.locator('input[type="password"]').press('Enter');
   await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
-});
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await browser?.close();
-  await server?.stop();
   await n8n?.cleanup();
 });
 
@@ -85,7 +79,7 @@ async function credentialTest(data: { baseUrl: string; apiKey: string }) {
   const response = await fetch(`${base}/rest/credentials/test`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', cookie },
-    body: JSON.stringify({ credentials: { ...CREDENTIAL.docexApi, type: 'docexApi', data } }),
+    body: JSON.stringify({ credentials: { ...n8n.credentials.docexApi, type: 'docexApi', data } }),
   });
   const text = await response.text();
   expect(response.status, text).toBe(200);
@@ -262,7 +256,7 @@ describe("an AI Agent's Document Extraction tool in the editor", () => {
         uiLimitMs,
       );
     } catch (error) {
-      await page.screenshot({ path: join(n8n.home, 'tool-panel.png') }).catch(() => undefined);
+      await page.screenshot({ path: join(n8n.filesDir, 'tool-panel.png') }).catch(() => undefined);
       throw new Error(`${(error as Error).message}\nthe page showed:\n${(await shown()).slice(0, 4000)}`);
     }
     const text = await panel.innerText();

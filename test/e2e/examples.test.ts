@@ -1,8 +1,9 @@
 /**
  * The workflows of examples/ in a real n8n 2.40.7, imported from the shipped files with only what a
  * builder fills in after an import changed (credentials, template, file paths: workflows.ts,
- * `exampleWorkflow`): those that start by hand run with `n8n execute` against the emulator; those
- * that start on a trigger are published and must be active in a running n8n without an activation
+ * `exampleWorkflow`), in the run's shared n8n (test/e2e/shared.ts): those that start by hand run
+ * from their manual trigger against the emulator, as the editor's Run button runs them; those that
+ * start on a trigger are published and must be active in the running n8n without an activation
  * error. The agent example also runs, its chat trigger replaced by a chat message, with the
  * stand-in model (test/e2e/stand-in-model.ts).
  */
@@ -11,8 +12,7 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
-import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
-import { n8nReady, setUpOwner, startN8n } from './services.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import {
   extractThenAnswer,
   importOpenAiCredential,
@@ -29,7 +29,7 @@ const NOTIFY = {
   smtp: { id: 'smtpcred00000001', name: 'SMTP' },
 };
 
-let n8n: RealN8n;
+let n8n: SharedN8n;
 let model: StandInModel;
 let files: FileServer;
 let templateId = 0;
@@ -39,19 +39,20 @@ beforeAll(async () => {
     '/invoices/chat-1.txt': 'Invoice number: CHAT-1\nTotal: 42,00\n',
   });
   model = await startStandInModel(extractThenAnswer('Extract_Document'));
-  n8n = await prepareN8n();
+  n8n = await sharedN8n();
   templateId = await createInvoiceTemplate(n8n.emulator, 'examples e2e');
   await importOpenAiCredential(n8n, OPENAI.openAiApi, model.url);
-  await writeFile(
-    join(n8n.home, 'notify-creds.json'),
-    JSON.stringify([
-      { ...NOTIFY.httpHeaderAuth, type: 'httpHeaderAuth', data: { name: 'X-Docex-Token', value: 'e2e' } },
-      { ...NOTIFY.smtp, type: 'smtp', data: { host: '127.0.0.1', port: 25, user: '', password: '' } },
-    ]),
-  );
-  const imported = await n8n.run(['import:credentials', `--input=${join(n8n.home, 'notify-creds.json')}`]);
-  expect(imported.code, tail(imported)).toBe(0);
-}, 600_000);
+  await n8n.createCredential({
+    ...NOTIFY.httpHeaderAuth,
+    type: 'httpHeaderAuth',
+    data: { name: 'X-Docex-Token', value: 'e2e' },
+  });
+  await n8n.createCredential({
+    ...NOTIFY.smtp,
+    type: 'smtp',
+    data: { host: '127.0.0.1', port: 25, user: '', password: '' },
+  });
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await n8n?.cleanup();
@@ -77,7 +78,7 @@ const pdf = (lines: string[]) =>
 
 describe('examples/ in a real n8n 2.40.7', () => {
   it('n8n-review-route.json books the sure invoice and sends the others to a person, each with its reasons', async () => {
-    const dir = join(n8n.home, 'files', 'invoices');
+    const dir = join(n8n.filesDir, 'invoices');
     await mkdir(dir);
     // One PDF that passes the example's rules, one without an invoice number, one whose lines do not add up.
     await writeFile(
@@ -92,7 +93,7 @@ describe('examples/ in a real n8n 2.40.7', () => {
     const runData = await n8n.execute(
       await exampleWorkflow('n8n-review-route.json', 'wfexreview000001', {
         templateId,
-        filesDir: join(n8n.home, 'files'),
+        filesDir: n8n.filesDir,
       }),
     );
     const booked = outputOf(runData, 'Book the Invoice');
@@ -123,14 +124,14 @@ describe('examples/ in a real n8n 2.40.7', () => {
   }, 300_000);
 
   it('n8n-long-extraction-upload.json uploads the scans without waiting, with metadata to correlate', async () => {
-    const dir = join(n8n.home, 'files', 'scans');
+    const dir = join(n8n.filesDir, 'scans');
     await mkdir(dir);
     await copyFile(join(examplesDir, 'samples', 'invoice-initech-09.pdf'), join(dir, 'initech.pdf'));
     const uploadsBefore = n8n.emulator.stats().requestsByOperation.upload_file ?? 0;
     const runData = await n8n.execute(
       await exampleWorkflow('n8n-long-extraction-upload.json', 'wfexupload000001', {
         templateId,
-        filesDir: join(n8n.home, 'files'),
+        filesDir: n8n.filesDir,
       }),
     );
     const [uploaded] = outputOf(runData, 'Remember the Task IDs');
@@ -177,37 +178,28 @@ describe('examples/ in a real n8n 2.40.7', () => {
     });
   }, 300_000);
 
-  it('the examples that start on a trigger are active in a running n8n, without an activation error', async () => {
+  it('the examples that start on a trigger are active in the running n8n, without an activation error', async () => {
     const triggered = {
       'n8n-trigger.json': 'wfextrigger00001',
       'n8n-long-extraction-trigger.json': 'wfexlongtrig0001',
       'n8n-agent.json': 'wfexagentchat001',
       'n8n-notify-workflow.json': 'wfexnotify000001',
     };
-    for (const [file, id] of Object.entries(triggered)) {
-      await n8n.importWorkflow(
-        await exampleWorkflow(file, id, { templateId, credentials: { ...OPENAI, ...NOTIFY } }),
-      );
-      const published = await n8n.run(['publish:workflow', `--id=${id}`]);
-      expect(published.code, tail(published)).toBe(0);
-    }
-    const started = await startN8n(n8n);
-    try {
-      await n8nReady(started);
-      const cookie = await setUpOwner(started.url);
-      const rest = async (path: string) => {
-        const response = await fetch(`${started.url}/rest${path}`, { headers: { cookie } });
-        const text = await response.text();
-        expect(response.status, `GET /rest${path}: ${text}`).toBe(200);
-        return (JSON.parse(text) as { data: unknown }).data;
-      };
-      for (const id of Object.values(triggered))
-        expect((await rest(`/active-workflows/error/${id}`)) ?? null, id).toBeNull();
-      // Active and free of activation errors (n8n lists only those).
-      expect(await rest('/active-workflows')).toEqual(expect.arrayContaining(Object.values(triggered)));
-    } finally {
-      await started.stop();
-    }
+    // Published as the editor's Publish button does; each waits until n8n activated its trigger
+    // (and fails with the trigger's error if it could not).
+    await Promise.all(
+      Object.entries(triggered).map(async ([file, id]) => {
+        await n8n.importWorkflow(
+          await exampleWorkflow(file, id, { templateId, credentials: { ...OPENAI, ...NOTIFY } }),
+        );
+        await n8n.publish(id);
+      }),
+    );
+    const rest = (path: string) => n8n.rest.call<unknown>('GET', path);
+    for (const id of Object.values(triggered))
+      expect((await rest(`/active-workflows/error/${id}`)) ?? null, id).toBeNull();
+    // Active and free of activation errors (n8n lists only those).
+    expect(await rest('/active-workflows')).toEqual(expect.arrayContaining(Object.values(triggered)));
   }, 600_000);
 
   it('every workflow in examples/ is run or activated by a test', () => {

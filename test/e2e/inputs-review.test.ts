@@ -1,15 +1,17 @@
 /**
  * Keep the input, Extract from a URL and Route for Review's two outputs in a real n8n 2.40.7
- * (`n8n execute`), against the emulator and a file server started here.
+ * (the run's shared n8n, test/e2e/shared.ts; workflows run as the editor's Run button runs them),
+ * against the emulator and a file server started here.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
-import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { CREDENTIAL } from './real-n8n.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
-let n8n: RealN8n;
+let n8n: SharedN8n;
 let files: FileServer;
 let templateId = 0;
 
@@ -18,9 +20,9 @@ beforeAll(async () => {
     '/invoices/url-1.txt': 'Invoice number: URL-1\nTotal: 12,00\n',
     '/invoices/url-2.txt': 'Total: 5,00\nno number on this one\n',
   });
-  n8n = await prepareN8n();
+  n8n = await sharedN8n();
   templateId = await createInvoiceTemplate(n8n.emulator, 'inputs e2e');
-}, 600_000);
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await n8n?.cleanup();
@@ -142,7 +144,7 @@ describe('the second round in a real n8n 2.40.7', () => {
   }, 300_000);
 
   it('Extract keeps the input binary file with Include Input Binary Files', async () => {
-    await writeFile(join(n8n.home, 'files', 'keep.txt'), 'Invoice number: KEEP-1\nTotal: 3,00\n');
+    await writeFile(join(n8n.filesDir, 'keep.txt'), 'Invoice number: KEEP-1\nTotal: 3,00\n');
     const runData = await n8n.execute({
       id: 'wfkeepinput00001',
       name: 'keep input',
@@ -150,7 +152,7 @@ describe('the second round in a real n8n 2.40.7', () => {
       nodes: [
         manualStart,
         {
-          parameters: { fileSelector: join(n8n.home, 'files', 'keep.txt'), options: {} },
+          parameters: { fileSelector: join(n8n.filesDir, 'keep.txt'), options: {} },
           id: 'read',
           name: 'Read File',
           type: 'n8n-nodes-base.readWriteFile',

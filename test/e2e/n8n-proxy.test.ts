@@ -17,8 +17,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { manualStart, outputOf, templateById } from './workflows.ts';
+import type { N8nRest } from './n8n-rest.ts';
+import { SHARED_N8N_WAIT_MS } from './shared.ts';
 import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
-import { freePort, n8nReady, setUpOwner, startN8n, until, type Service } from './services.ts';
+import { freePort, n8nReady, startN8n, until, type Service } from './services.ts';
 import {
   ensureHosts,
   makePki,
@@ -40,6 +42,7 @@ let n8n: RealN8n;
 let proxy: Tinyproxy;
 let server: (Service & { url: string; startedAt: number }) | undefined;
 let cookie = '';
+let rest: N8nRest;
 let templateId = 0;
 let emulatorPort = 0;
 
@@ -66,8 +69,6 @@ beforeAll(async () => {
   templateId = (await templateWithField(setup, folder.id, 'Invoices')).id;
   await writeFile(join(n8n.home, 'files', 'proxy-a.txt'), 'Invoice number: PX-A\n');
   await writeFile(join(n8n.home, 'files', 'proxy-b.txt'), 'Invoice number: PX-B\n');
-  await n8n.importWorkflow(WORKFLOW());
-  n8n.emulator.resetStats();
 
   // What docs/n8n.md tells a builder to set, and nothing else: no NO_PROXY, no N8N_ proxy setting.
   server = await startN8n(n8n, {
@@ -86,8 +87,12 @@ beforeAll(async () => {
     npm_config_no_proxy: '',
   });
   await n8nReady(server);
-  cookie = await setUpOwner(server.url);
-});
+  // The credential and the workflow through the REST API the editor uses (no n8n boot each).
+  rest = await n8n.signIn(server);
+  cookie = rest.cookie;
+  await rest.importWorkflow(WORKFLOW());
+  n8n.emulator.resetStats();
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await server?.stop();
@@ -261,7 +266,7 @@ describe('n8n behind a proxy with basic auth, trusting a private CA', () => {
       headers: { 'content-type': 'application/json', cookie },
       body: JSON.stringify({
         credentials: {
-          ...CREDENTIAL.docexApi,
+          ...rest.credential(CREDENTIAL.docexApi),
           type: 'docexApi',
           data: { baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0] },
         },

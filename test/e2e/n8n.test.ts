@@ -1,13 +1,15 @@
 /**
- * The packed n8n-nodes-docex tarball in a real n8n 2.40.7, its workflows run with `n8n execute`
- * against the emulator.
+ * The packed n8n-nodes-docex tarball in a real n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts),
+ * its workflows run from their manual trigger as the editor's Run button runs them, against the
+ * emulator.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CREDENTIAL, prepareN8n, type RealN8n, type RunData } from './real-n8n.ts';
+import { CREDENTIAL, type RunData } from './real-n8n.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 
-let n8n: RealN8n;
+let n8n: SharedN8n;
 
 const execute = (workflow: { id: string; [key: string]: unknown }) => n8n.execute(workflow);
 
@@ -51,10 +53,10 @@ const workflow = (id: string, nodes: Array<{ name: string }>) => ({
 });
 
 beforeAll(async () => {
-  n8n = await prepareN8n();
-  await writeFile(join(n8n.home, 'files', 'invoice-a.txt'), 'Invoice number: E2E-A\nTotal: 10,50\n');
-  await writeFile(join(n8n.home, 'files', 'invoice-b.txt'), 'Invoice number: E2E-B\nTotal: 20,00\n');
-});
+  n8n = await sharedN8n();
+  await writeFile(join(n8n.filesDir, 'invoice-a.txt'), 'Invoice number: E2E-A\nTotal: 10,50\n');
+  await writeFile(join(n8n.filesDir, 'invoice-b.txt'), 'Invoice number: E2E-B\nTotal: 20,00\n');
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await n8n?.cleanup();
@@ -123,7 +125,7 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
     const runData = await execute(
       workflow('wfmain000000001', [
         {
-          parameters: { fileSelector: join(n8n.home, 'files', '*.txt'), options: {} },
+          parameters: { fileSelector: join(n8n.filesDir, '*.txt'), options: {} },
           id: 'read',
           name: 'Read Files',
           type: 'n8n-nodes-base.readWriteFile',
@@ -215,12 +217,12 @@ describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
       name: string;
     };
     // Files of their own: the service would answer DUPLICATE for the ones extracted above.
-    await mkdir(join(n8n.home, 'files', 'example'));
-    await writeFile(join(n8n.home, 'files', 'example', 'c.txt'), 'Invoice number: EX-C\nTotal: 5,00\n');
-    await writeFile(join(n8n.home, 'files', 'example', 'd.txt'), 'Invoice number: EX-D\nTotal: 6,00\n');
+    await mkdir(join(n8n.filesDir, 'example'));
+    await writeFile(join(n8n.filesDir, 'example', 'c.txt'), 'Invoice number: EX-C\nTotal: 5,00\n');
+    await writeFile(join(n8n.filesDir, 'example', 'd.txt'), 'Invoice number: EX-D\nTotal: 6,00\n');
     for (const node of example.nodes) {
       if (node.type === 'n8n-nodes-base.readWriteFile')
-        node.parameters.fileSelector = join(n8n.home, 'files', 'example', '*.txt');
+        node.parameters.fileSelector = join(n8n.filesDir, 'example', '*.txt');
       if (node.type === 'n8n-nodes-docex.docex') {
         node.credentials = CREDENTIAL;
         node.parameters.templateId = { __rl: true, mode: 'id', value: String(templateId) };

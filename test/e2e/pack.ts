@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 
 export const repo = join(import.meta.dirname, '../..');
 
-type PackageName = 'n8n-nodes-docex' | 'docex-sync';
+export type PackageName = 'n8n-nodes-docex' | 'docex-sync';
 const packageDirs: Record<PackageName, string> = { 'n8n-nodes-docex': '.', 'docex-sync': 'daemon' };
 
 export interface Packed {
@@ -52,18 +52,8 @@ export function packAsDocumented(packages: PackageName[] = ['n8n-nodes-docex', '
   }
   execFileSync('cp', ['-al', join(repo, 'node_modules'), join(clone, 'node_modules')]);
 
-  const userconfig = join(dir, 'user.npmrc');
-  writeFileSync(userconfig, 'ignore-scripts=true\n');
-  const npmEnv: NodeJS.ProcessEnv = {
-    // The machine's global config (npm_config_globalconfig) stays: under the Node 24 of the cache
-    // npm would not find it by itself.
-    ...Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([k]) => !/^npm_config_/i.test(k) || /^npm_config_globalconfig$/i.test(k),
-      ),
-    ),
-    npm_config_userconfig: userconfig,
-  };
+  writeFileSync(join(dir, 'user.npmrc'), 'ignore-scripts=true\n');
+  const { npmEnv } = packedIn(dir, {});
   const out = join(dir, 'tarballs');
   mkdirSync(out);
   const pack = (cwd: string) => {
@@ -81,6 +71,24 @@ export function packAsDocumented(packages: PackageName[] = ['n8n-nodes-docex', '
   const tarballs = Object.fromEntries(packages.map((p) => [p, pack(join(clone, packageDirs[p]))]));
   if (readdirSync(out).length !== packages.length)
     throw new Error(`expected ${packages.length} tarball(s) in ${out}`);
+  return packedIn(dir, tarballs);
+}
+
+/**
+ * The Packed of a folder packAsDocumented made (here, or in another process: the e2e global set-up
+ * packs once per run, test/e2e/shared.ts).
+ */
+export function packedIn(dir: string, tarballs: Partial<Record<PackageName, string>>): Packed {
+  const npmEnv: NodeJS.ProcessEnv = {
+    // The machine's global config (npm_config_globalconfig) stays: under the Node 24 of the cache
+    // npm would not find it by itself.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => !/^npm_config_/i.test(k) || /^npm_config_globalconfig$/i.test(k),
+      ),
+    ),
+    npm_config_userconfig: join(dir, 'user.npmrc'),
+  };
   return {
     dir,
     tarballs,
@@ -92,4 +100,11 @@ export function packAsDocumented(packages: PackageName[] = ['n8n-nodes-docex', '
         .map((p) => p.replace(/^package\//, '')),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+// `node test/e2e/pack.ts`: packs both packages and prints the folder and tarballs as JSON (the e2e
+// global set-up runs it in a child process, so that its event loop is never blocked by a pack).
+if (import.meta.main) {
+  const packed = packAsDocumented();
+  process.stdout.write(`${JSON.stringify({ dir: packed.dir, tarballs: packed.tarballs })}\n`);
 }

@@ -8,6 +8,10 @@
  * - A webhook on main receives two files; a worker extracts them and main answers with the result.
  * - The New Document trigger polls on main while documents arrive in batches (and a known document
  *   is rerun); its executions run on the workers; every document is emitted exactly once.
+ *
+ * The credential and the workflows go in through main's REST API once it runs (the editor's calls:
+ * no n8n boot each), and the waits for n8n's minute polls end on what the polls did (an execution,
+ * a committed cursor), not after a fixed time.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
@@ -17,9 +21,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
-import { CREDENTIAL, prepareN8n, tail, type RealN8n } from './real-n8n.ts';
+import type { N8nRest } from './n8n-rest.ts';
+import { CREDENTIAL, prepareN8n, type RealN8n } from './real-n8n.ts';
+import { oneTimeInstallsDone, SHARED_N8N_WAIT_MS } from './shared.ts';
 import {
   freePort,
+  n8nReady,
   startN8n,
   startPostgres,
   startProcess,
@@ -36,6 +43,7 @@ let main: Service | undefined;
 const workers: Service[] = [];
 const workerHomes: string[] = [];
 let mainUrl = '';
+let rest: N8nRest;
 
 const EXTRACT_WORKFLOW = 'wfqueueextract1';
 const TRIGGER_WORKFLOW = 'wfqueuetrigger1';
@@ -91,7 +99,18 @@ async function executions(workflowId: string, nodeName: string): Promise<Executi
   });
 }
 
+/** What n8n keeps of a workflow's poll between polls: its cursor row and its static data. */
+async function pollState(workflowId: string): Promise<string> {
+  const { rows: cursors } = await db!.query('SELECT * FROM poller_state WHERE "workflowId" = $1', [workflowId]);
+  const { rows: workflows } = await db!.query('SELECT "staticData" FROM workflow_entity WHERE id = $1', [
+    workflowId,
+  ]);
+  return JSON.stringify([cursors, workflows]);
+}
+
 beforeAll(async () => {
+  // Redis and PostgreSQL come from Debian's packages, which the e2e global set-up installs once.
+  await oneTimeInstallsDone();
   redis = await startRedis();
   const pg = await startPostgres('n8n');
   postgres = pg;
@@ -117,7 +136,7 @@ beforeAll(async () => {
   const client = new Client({ host: '127.0.0.1', port: pg.port, user: 'postgres', database: 'n8n' });
   await client.connect();
   db = client;
-}, 900_000);
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
   await main?.stop();
@@ -137,7 +156,28 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
     const extractTemplate = await template('Webhook invoices');
     const triggerTemplate = await template('Polled invoices');
 
-    await n8n.importWorkflow({
+    // Main first: it migrates the empty database, which the workers then find ready.
+    const started = await startN8n(n8n);
+    main = started;
+    mainUrl = started.url;
+    await n8nReady(started);
+    rest = await n8n.signIn(started);
+
+    // Each worker has its own user folder with the package installed, as on separate machines.
+    for (let w = 0; w < 2; w++) {
+      const home = await mkdtemp(join(tmpdir(), 'docex-n8n-worker-'));
+      workerHomes.push(home);
+      await cp(join(n8n.home, '.n8n', 'nodes'), join(home, '.n8n', 'nodes'), { recursive: true });
+      workers.push(
+        startProcess(n8n.bin, ['worker', '--concurrency=2'], {
+          ...n8n.env,
+          N8N_USER_FOLDER: home,
+          // Every instance runs a task broker for Code nodes (default port 5679): one port each.
+          N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+        }),
+      );
+    }
+    await rest.importWorkflow({
       id: EXTRACT_WORKFLOW,
       name: 'queue extract',
       active: false,
@@ -176,35 +216,14 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       connections: { Webhook: { main: [[{ node: 'Extract', type: 'main', index: 0 }]] } },
       settings: {},
     });
-    await n8n.importWorkflow(
+    await rest.importWorkflow(
       triggerWorkflow(TRIGGER_WORKFLOW, TRIGGER_NAME, {
         event: 'newDocument',
         templateId: { __rl: true, mode: 'id', value: String(triggerTemplate) },
         idsOnly: true,
       }),
     );
-    for (const id of [EXTRACT_WORKFLOW, TRIGGER_WORKFLOW]) {
-      const published = await n8n.run(['publish:workflow', `--id=${id}`]);
-      expect(published.code, tail(published)).toBe(0);
-    }
-
-    // Each worker has its own user folder with the package installed, as on separate machines.
-    for (let w = 0; w < 2; w++) {
-      const home = await mkdtemp(join(tmpdir(), 'docex-n8n-worker-'));
-      workerHomes.push(home);
-      await cp(join(n8n.home, '.n8n', 'nodes'), join(home, '.n8n', 'nodes'), { recursive: true });
-      workers.push(
-        startProcess(n8n.bin, ['worker', '--concurrency=2'], {
-          ...n8n.env,
-          N8N_USER_FOLDER: home,
-          // Every instance runs a task broker for Code nodes (default port 5679): one port each.
-          N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-        }),
-      );
-    }
-    const started = await startN8n(n8n);
-    main = started;
-    mainUrl = started.url;
+    await Promise.all([EXTRACT_WORKFLOW, TRIGGER_WORKFLOW].map((id) => rest.publish(id)));
     await until(
       'the workers to be ready',
       () => {
@@ -265,15 +284,28 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       return tasks.map((t) => t.document_id!);
     };
     // The activation poll lists all documents, then the window; what it sees counts as existing.
+    // It has ended: n8n publishes a workflow (rest.publish waited for it) once its activation poll
+    // returned.
     await until(
       'the activation poll',
       () => ((n8n.emulator.stats().requestsByOperation.fetch_documents ?? 0) >= 2 ? true : undefined),
       180_000,
       logs,
     );
-    await new Promise((r) => setTimeout(r, 3_000));
     const expected = await upload(['P-1', 'P-2', 'P-3']);
-    await new Promise((r) => setTimeout(r, 65_000)); // at least one scheduled poll in between
+    // At least one scheduled poll in between: the one that emits the first batch.
+    await until(
+      'a scheduled poll to emit the first batch',
+      async () => {
+        assertRunning();
+        const ids = new Set(
+          (await executions(TRIGGER_WORKFLOW, TRIGGER_NAME)).flatMap((e) => e.emitted.map((d) => d.document_id)),
+        );
+        return expected.every((id) => ids.has(id)) ? true : undefined;
+      },
+      300_000,
+      logs,
+    );
     expected.push(...(await upload(['P-4', 'P-5', 'P-6'])));
     // A rerun of a document already emitted is a change, not a new document.
     await client.rerunDocuments({ doc_ids: [expected[0]!], override_extraction: true });
@@ -289,8 +321,32 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       300_000,
       logs,
     );
-    // One more scheduled poll: nothing may come twice.
-    await new Promise((r) => setTimeout(r, 65_000));
+    // One more scheduled poll: nothing may come twice. A poll has ended when it committed its
+    // cursor (n8n's poller_state, or the workflow's static data), alone or with the execution of
+    // what it emitted; then that execution, if any, runs to its end.
+    const before = await pollState(TRIGGER_WORKFLOW);
+    await until(
+      'one more scheduled poll to end',
+      async () => {
+        assertRunning();
+        return (await pollState(TRIGGER_WORKFLOW)) !== before ? true : undefined;
+      },
+      300_000,
+      logs,
+    );
+    await until(
+      'the executions of the last poll to end',
+      async () => {
+        assertRunning();
+        const { rows } = await db!.query(
+          'SELECT count(*) AS running FROM execution_entity WHERE "workflowId" = $1 AND finished = false',
+          [TRIGGER_WORKFLOW],
+        );
+        return Number(rows[0]!.running) === 0 ? true : undefined;
+      },
+      300_000,
+      logs,
+    );
     const final = await executions(TRIGGER_WORKFLOW, TRIGGER_NAME);
     expect(final.length).toBeGreaterThanOrEqual(runs.length);
     const emitted = final.flatMap((e) => e.emitted.map((d) => d.document_id as number));

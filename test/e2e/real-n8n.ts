@@ -1,33 +1,28 @@
 /**
- * A real n8n 2.40.7 (installed once into the user cache by scripts/n8n-install.sh) in a fresh user
- * folder, with the n8n-nodes-docex tarball of a plain `npm pack` (test/e2e/pack.ts) installed the
- * way users install it, and a Docex credential pointing at an emulator started for the test.
+ * A real n8n 2.40.7 (installed once into the user cache by scripts/n8n-install.sh, from the e2e
+ * global set-up) in a fresh user folder of the test file's own, with the n8n-nodes-docex tarball of
+ * the run's one plain `npm pack` (test/e2e/pack.ts) installed the way users install it, and a Docex
+ * credential pointing at an emulator started for the test.
+ *
+ * For a file that needs n8n settings of its own (a proxy, queue mode). A file that does not takes
+ * the run's shared n8n instead (test/e2e/shared.ts, `sharedN8n`): no boot of its own.
+ *
+ * Each `run`, `importWorkflow` and `execute` is an n8n CLI command: a whole n8n boot (tens of
+ * seconds, a minute under load). Once a server runs on the folder (services.ts, `startN8n`),
+ * `signIn` gives the same through the server's REST API, in milliseconds.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
-import { packAsDocumented, repo } from './pack.ts';
-import { freePort } from './services.ts';
+import { timed } from '../support/timing.ts';
+import { installDirOf, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
+import { CREDENTIAL, N8nRest, type RunData } from './n8n-rest.ts';
+import { setUpOwner } from './services.ts';
+import { installedN8n, sharedPack } from './shared.ts';
 
-/** A run's data per node, as `n8n execute --rawOutput` prints it. */
-export type RunData = Record<
-  string,
-  Array<{
-    data?: {
-      main: Array<
-        Array<{
-          json: Record<string, unknown>;
-          binary?: Record<string, { fileName?: string; mimeType?: string }>;
-        }>
-      >;
-    };
-    inputOverride?: Record<string, Array<Array<{ json: Record<string, unknown> }>>>;
-    error?: { message: string };
-  }>
->;
+export type { RunData } from './n8n-rest.ts';
 
 export interface RealN8n {
   home: string;
@@ -36,12 +31,17 @@ export interface RealN8n {
   bin: string;
   env: NodeJS.ProcessEnv;
   emulator: Emulator;
-  /** Runs an n8n CLI command to its end. */
+  /** Runs an n8n CLI command to its end (a boot). */
   run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
-  /** Imports a workflow (its JSON carries an id). */
+  /** Imports a workflow (its JSON carries an id) with `n8n import:workflow`. */
   importWorkflow(workflow: { id: string; [key: string]: unknown }): Promise<void>;
   /** Imports and runs a workflow with `n8n execute`; fails on a workflow error. */
   execute(workflow: { id: string; [key: string]: unknown }): Promise<RunData>;
+  /**
+   * Sets up the owner of a server started on this folder and signs in: the REST calls of the
+   * editor (no boot each), with the Docex credential created (CREDENTIAL is mapped to it).
+   */
+  signIn(server: { url: string; output(): string }): Promise<N8nRest>;
   cleanup(): Promise<void>;
 }
 
@@ -49,50 +49,18 @@ export interface RealN8n {
 export const tail = (r: { stdout: string; stderr: string }) =>
   `${r.stdout.slice(-1500)}\n${r.stderr.slice(-1500)}`;
 
-export const CREDENTIAL = { docexApi: { id: 'docexcred0000001', name: 'Docex' } };
+export { CREDENTIAL } from './n8n-rest.ts';
 
 /** `env`: more environment for every n8n command (a database, queue mode, an encryption key). */
 export async function prepareN8n(
   emulatorOptions: EmulatorOptions = {},
   { env: extraEnv = {} }: { env?: NodeJS.ProcessEnv } = {},
 ): Promise<RealN8n> {
-  const bin = execFileSync('bash', [join(repo, 'scripts/n8n-install.sh')], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
-  const home = await mkdtemp(join(tmpdir(), 'docex-n8n-e2e-'));
-  const nodesDir = join(home, '.n8n', 'nodes');
-  await mkdir(join(nodesDir, 'node_modules'), { recursive: true });
-  const packed = packAsDocumented(['n8n-nodes-docex']);
-  execFileSync('tar', ['-xzf', packed.tarballs['n8n-nodes-docex']!, '-C', home]);
-  packed.remove();
-  await rename(join(home, 'package'), join(nodesDir, 'node_modules', 'n8n-nodes-docex'));
-  await writeFile(
-    join(nodesDir, 'package.json'),
-    JSON.stringify({ dependencies: { 'n8n-nodes-docex': '0.1.0' } }),
-  );
-
+  const [bin, packed] = await Promise.all([installedN8n(), sharedPack()]);
+  const home = await timed('n8n user folder', () => prepareUserFolder(packed.tarballs['n8n-nodes-docex']!));
   const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
-  await mkdir(join(home, 'files'));
-  // vitest sets NODE_ENV=test and VITEST*: n8n must not run in its own test mode.
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'),
-  );
-  const env: NodeJS.ProcessEnv = {
-    ...inherited,
-    NODE_ENV: 'production',
-    N8N_USER_FOLDER: home,
-    N8N_DIAGNOSTICS_ENABLED: 'false',
-    N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-    N8N_RUNNERS_ENABLED: 'false',
-    // `n8n execute` binds its task broker's port even with runners off (default 5679): two test
-    // runs on one machine collided there ("n8n Task Broker's port 5679 is already in use").
-    N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-    N8N_RESTRICT_FILE_ACCESS_TO: join(home, 'files'),
-    N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
-    ...extraEnv,
-  };
-  const run = (args: string[]) =>
+  const env = await n8nEnvironment(home, extraEnv);
+  const cliRun = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
@@ -101,19 +69,27 @@ export async function prepareN8n(
       child.stderr.on('data', (d) => (stderr += d));
       child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
     });
-  await writeFile(
-    join(home, 'creds.json'),
-    JSON.stringify([
-      {
-        ...CREDENTIAL.docexApi,
-        type: 'docexApi',
-        data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
-      },
-    ]),
-  );
-  const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
-  expect(creds.code, tail(creds)).toBe(0);
+  const run = (args: string[]) => timed(`n8n ${args[0]} (CLI: a boot)`, () => cliRun(args));
+  // The CLI's credential, imported before the first CLI command that needs it (a boot of its own),
+  // so that a file that only uses the REST API after its server started never pays for it.
+  let credentialImported: Promise<void> | undefined;
+  const importCredential = () =>
+    (credentialImported ??= (async () => {
+      await writeFile(
+        join(home, 'creds.json'),
+        JSON.stringify([
+          {
+            ...CREDENTIAL.docexApi,
+            type: 'docexApi',
+            data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
+          },
+        ]),
+      );
+      const creds = await run(['import:credentials', `--input=${join(home, 'creds.json')}`]);
+      expect(creds.code, tail(creds)).toBe(0);
+    })());
   const importWorkflow = async (workflow: { id: string }) => {
+    await importCredential();
     const file = join(home, `${workflow.id}.json`);
     await writeFile(file, JSON.stringify(workflow));
     const imported = await run(['import:workflow', `--input=${file}`]);
@@ -122,7 +98,7 @@ export async function prepareN8n(
 
   return {
     home,
-    installDir: dirname(dirname(dirname(bin))),
+    installDir: installDirOf(bin),
     bin,
     env,
     emulator,
@@ -148,6 +124,16 @@ export async function prepareN8n(
       expect(parsed.data.resultData.error?.message, 'workflow error').toBeUndefined();
       expect(parsed.status).toBe('success');
       return parsed.data.resultData.runData;
+    },
+    async signIn(server) {
+      const cookie = await setUpOwner(server.url);
+      const rest = new N8nRest(server.url, cookie, installDirOf(bin), () => server.output().slice(-3000));
+      await rest.createCredential({
+        ...CREDENTIAL.docexApi,
+        type: 'docexApi',
+        data: { baseUrl: emulator.url, apiKey: emulator.keys[0] },
+      });
+      return rest;
     },
     async cleanup() {
       await emulator.stop();

@@ -3,12 +3,16 @@
  * PostgreSQL from Debian's packages (installed by the set-up when missing, like
  * scripts/n8n-install.sh installs n8n), and long-running n8n processes.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { recordInstall } from '../support/timing.ts';
+
+const run = promisify(execFile);
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -36,28 +40,56 @@ export async function until<T>(
   }
 }
 
+// Test files run in parallel and several install packages on a fresh machine: each apt-get waits
+// for another's dpkg lock instead of failing on it.
+const APT_WAIT = ['-o', 'DPkg::Lock::Timeout=600'];
+const aptInstallArgs = (pkg: string) => [...APT_WAIT, 'install', '-y', '--no-install-recommends', pkg];
+const aptEnv = () => ({ ...process.env, DEBIAN_FRONTEND: 'noninteractive' });
+const installFailed = (pkg: string, stderr: string) =>
+  new Error(
+    `docex e2e: could not install ${pkg} with apt-get (run "apt-get install -y ${pkg}" as root):\n${stderr}`,
+  );
+
 /** Installs a Debian package when `present()` says it is missing; fails with a clear message. */
 export function ensureDebianPackage(pkg: string, present: () => boolean): void {
   if (present()) return;
   process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
-  // Test files run in parallel and several install packages on a fresh machine: each apt-get waits
-  // for another's dpkg lock instead of failing on it.
-  const wait = ['-o', 'DPkg::Lock::Timeout=600'];
+  const started = performance.now();
   const install = () =>
-    spawnSync('apt-get', [...wait, 'install', '-y', '--no-install-recommends', pkg], {
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    spawnSync('apt-get', aptInstallArgs(pkg), {
+      env: aptEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
     });
   let result = install();
   if (result.status !== 0) {
-    spawnSync('apt-get', [...wait, 'update'], { stdio: 'ignore' });
+    spawnSync('apt-get', [...APT_WAIT, 'update'], { stdio: 'ignore' });
     result = install();
   }
-  if (result.status !== 0 || !present())
-    throw new Error(
-      `docex e2e: could not install ${pkg} with apt-get (run "apt-get install -y ${pkg}" as root):\n${result.stderr}`,
+  if (result.status !== 0 || !present()) throw installFailed(pkg, result.stderr);
+  recordInstall(pkg, performance.now() - started);
+}
+
+/**
+ * ensureDebianPackage without blocking the process: for the e2e global set-up, whose process also
+ * runs the reporters and answers the test files.
+ */
+export async function installDebianPackage(pkg: string, present: () => boolean): Promise<void> {
+  if (present()) return;
+  process.stderr.write(`docex e2e: installing the Debian package ${pkg} (first run only)\n`);
+  const started = performance.now();
+  const install = () =>
+    run('apt-get', aptInstallArgs(pkg), { env: aptEnv(), encoding: 'utf8' }).then(
+      () => '',
+      (error: { stderr?: string }) => error.stderr ?? String(error),
     );
+  let failure = await install();
+  if (failure) {
+    await run('apt-get', [...APT_WAIT, 'update']).catch(() => undefined);
+    failure = await install();
+  }
+  if (failure || !present()) throw installFailed(pkg, failure);
+  recordInstall(pkg, performance.now() - started);
 }
 
 export const onPath = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
@@ -174,7 +206,7 @@ export async function startRedis(): Promise<Service & { port: number }> {
 }
 
 /** The newest PostgreSQL server's bin folder of Debian's layout (/usr/lib/postgresql/<major>/bin). */
-function postgresBin(): string | undefined {
+export function postgresBin(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const majors = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'postgres')));

@@ -5,11 +5,8 @@
  * plain JSON, or server-sent events when the client asks for a stream.
  */
 import { createServer, type Server } from 'node:http';
-import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { expect } from 'vitest';
-import { tail, type RealN8n } from './real-n8n.ts';
+import type { N8nRest } from './n8n-rest.ts';
 
 export interface ChatTool {
   type: 'function';
@@ -127,19 +124,13 @@ export async function startStandInModel(
   };
 }
 
-/** Imports an OpenAI credential (`id`, `name`) whose Base URL is `baseUrl` (a stand-in's `url`) into the test's n8n. */
+/** Creates the OpenAI credential for `credential.id` of the test's workflows, its Base URL the stand-in's. */
 export async function importOpenAiCredential(
-  n8n: RealN8n,
+  n8n: Pick<N8nRest, 'createCredential'>,
   credential: { id: string; name: string },
   baseUrl: string,
 ): Promise<void> {
-  const file = join(n8n.home, `${credential.id}.json`);
-  await writeFile(
-    file,
-    JSON.stringify([{ ...credential, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: baseUrl } }]),
-  );
-  const imported = await n8n.run(['import:credentials', `--input=${file}`]);
-  expect(imported.code, tail(imported)).toBe(0);
+  await n8n.createCredential({ ...credential, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: baseUrl } });
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * The Document Extraction Trigger inside a real, running n8n 2.40.7 (`n8n start`): the workflow is
- * published, n8n polls on its own schedule (activation, then every minute), and what each execution
- * emitted is read back from n8n's database. This is the path n8n's own cursor staging takes
+ * The Document Extraction Trigger inside a real, running n8n 2.40.7 (the run's shared n8n,
+ * test/e2e/shared.ts): the workflow is published, n8n polls on its own schedule (activation, then
+ * every minute), and what each execution emitted is read back from n8n's database. This is the path n8n's own cursor staging takes
  * (static data committed with the execution), which the unit tests' PollContext does not run.
  */
 import { existsSync } from 'node:fs';
@@ -11,12 +11,10 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { triggerWorkflow } from './workflows.ts';
-import { prepareN8n, tail, type RealN8n } from './real-n8n.ts';
-import { startN8n, type Service } from './services.ts';
+import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import { templateWithField } from '../support/templates.ts';
 
-let n8n: RealN8n;
-let server: Service | undefined;
+let n8n: SharedN8n;
 
 interface Execution {
   id: number;
@@ -61,19 +59,16 @@ async function until<T>(what: string, probe: () => T | undefined, timeoutMs: num
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
-    const output = server?.output().slice(-3000) ?? '';
-    if (server?.process.exitCode != null) throw new Error(`n8n exited while waiting for ${what}:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${await n8n.log()}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
 
 beforeAll(async () => {
-  n8n = await prepareN8n({ taskDelayMs: 20 });
-});
+  n8n = await sharedN8n({ taskDelayMs: 20 });
+}, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
-  await server?.stop();
   await n8n?.cleanup();
 });
 
@@ -116,10 +111,7 @@ describe('the trigger in a running n8n', () => {
         startTime: new Date(Date.now() - 3_600_000).toISOString(),
       }),
     );
-    const published = await n8n.run(['publish:workflow', `--id=${workflowId}`]);
-    expect(published.code, tail(published)).toBe(0);
-
-    server = await startN8n(n8n);
+    await n8n.publish(workflowId);
 
     // Activation polls once: everything of the template changed since Start From.
     const first = await until(

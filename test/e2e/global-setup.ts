@@ -1,0 +1,202 @@
+/**
+ * Global set-up of the e2e project: what is expensive is done once per run, here in the main vitest
+ * process, and handed to the test files that ask for it (test/e2e/shared.ts is their side):
+ *
+ * - the one-time installs (n8n 2.40.7 into the user cache, Debian's chromium, redis-server and
+ *   postgresql, playwright-core), started at once in the background, one apt-get after another,
+ *   with no hook time limit (a first install takes minutes: within a file's beforeAll it timed out);
+ * - one `npm pack` of both packages (test/e2e/pack.ts) for the whole run;
+ * - one n8n per configuration, started on the first file's request and shared by every file that
+ *   asks for it (test/e2e/shared.ts, `sharedN8n()`); stopped at the end of the run.
+ *
+ * Each is made on first request, so a run of files that need none of them pays nothing. The files
+ * reach them through a small HTTP endpoint on a loopback port (`inject('docexE2eBroker')`): a file
+ * runs in a worker process, and vitest's provide() passes only values known before the run.
+ * GET /<what> answers 202 while it is being made (the file asks again), 200 with its JSON, or 500
+ * with the failure.
+ */
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { TestProject } from 'vitest/node';
+import { timed } from '../support/timing.ts';
+import { installDirOf, installN8n, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
+import {
+  installDebianPackage,
+  n8nReady,
+  onPath,
+  postgresBin,
+  setUpOwner,
+  startN8n,
+  type Service,
+} from './services.ts';
+
+const run = promisify(execFile);
+const repo = join(import.meta.dirname, '../..');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The URL of the e2e global set-up's endpoint (test/e2e/shared.ts). */
+    docexE2eBroker: string;
+  }
+}
+
+/** What the global set-up's pack made: the folder (npm config, tarballs) and each tarball. */
+export interface SharedPack {
+  dir: string;
+  tarballs: Record<'n8n-nodes-docex' | 'docex-sync', string>;
+}
+
+/** A shared n8n, as a test file gets it. */
+export interface SharedN8nInstance {
+  configuration: string;
+  url: string;
+  /** The owner's session cookie (the owner is set up once, as on a fresh n8n's first screen). */
+  cookie: string;
+  home: string;
+  bin: string;
+  installDir: string;
+  /** How long n8n took from its start to its readiness: a measure of this machine's speed at boot. */
+  readyMs: number;
+}
+
+/**
+ * The configurations a file can ask for by name. `default`: SQLite, regular mode, the packed package
+ * installed, nothing else. A configuration is only what every file using it can share: a setting
+ * that depends on something a file starts for itself (a proxy, a database) makes an n8n of that
+ * file's own (real-n8n.ts, `prepareN8n` and services.ts, `startN8n`).
+ */
+const CONFIGURATIONS: Record<string, NodeJS.ProcessEnv> = {
+  default: {},
+};
+
+/** The one-time installs, one apt-get after another (it holds one lock), beside the n8n install. */
+function oneTimeInstalls(): { n8n: Promise<string>; debian: Promise<void> } {
+  // scripts/n8n-install.sh and scripts/browser-install.sh keep their install's duration in the cache.
+  const n8n = timed('n8n install (or its check)', installN8n);
+  const debian = (async () => {
+    const packages: Array<[string, () => boolean]> = [
+      ['redis-server', () => onPath('redis-server')],
+      ['postgresql', () => postgresBin() !== undefined],
+    ];
+    for (const [pkg, present] of packages)
+      if (!present()) await timed(`install ${pkg}`, () => installDebianPackage(pkg, present));
+    // Debian's chromium (apt-get) and the browser driver, playwright-core (user cache).
+    await timed('browser install (or its check)', () => run('bash', [join(repo, 'scripts/browser-install.sh')]));
+  })();
+  // A failure is the asking file's to report: no unhandled rejection here.
+  n8n.catch(() => undefined);
+  debian.catch(() => undefined);
+  return { n8n, debian };
+}
+
+export default async function setup(project: TestProject) {
+  const installs = oneTimeInstalls();
+  const made = new Map<string, Promise<unknown>>();
+  const servers: Service[] = [];
+  const cleanups: Array<() => Promise<void>> = [];
+  const logs = new Map<string, () => string>();
+
+  const pack = async (): Promise<SharedPack> => {
+    const { stdout } = await timed('pack both packages', () =>
+      run(process.execPath, [join(import.meta.dirname, 'pack.ts')], {
+        cwd: repo,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }),
+    );
+    const packed = JSON.parse(stdout.trim().split('\n').at(-1)!) as SharedPack;
+    cleanups.push(() => rm(packed.dir, { recursive: true, force: true }));
+    return packed;
+  };
+
+  const n8n = async (configuration: string): Promise<SharedN8nInstance> => {
+    const extra = CONFIGURATIONS[configuration];
+    if (!extra)
+      throw new Error(
+        `no shared n8n configuration "${configuration}": add it to CONFIGURATIONS in test/e2e/global-setup.ts`,
+      );
+    const [bin, packed] = await Promise.all([installs.n8n, make('pack', pack) as Promise<SharedPack>]);
+    return await timed(`n8n boot (${configuration}, shared)`, async () => {
+      const home = await prepareUserFolder(packed.tarballs['n8n-nodes-docex']);
+      cleanups.push(() => rm(home, { recursive: true, force: true }));
+      const env = await n8nEnvironment(home, extra);
+      const server = await startN8n({ bin, env });
+      servers.push(server);
+      logs.set(configuration, () => server.output());
+      const readyMs = await n8nReady(server);
+      const cookie = await setUpOwner(server.url);
+      return { configuration, url: server.url, cookie, home, bin, installDir: installDirOf(bin), readyMs };
+    });
+  };
+
+  function make(what: string, how: () => Promise<unknown>): Promise<unknown> {
+    let promise = made.get(what);
+    if (!promise) {
+      promise = how();
+      promise.catch(() => undefined);
+      made.set(what, promise);
+    }
+    return promise;
+  }
+
+  const settled = new Map<Promise<unknown>, { value?: unknown; error?: unknown }>();
+  const answer = (promise: Promise<unknown>) => {
+    if (!settled.has(promise))
+      promise.then(
+        (value) => settled.set(promise, { value }),
+        (error: unknown) => settled.set(promise, { error }),
+      );
+    return settled.get(promise);
+  };
+
+  const broker = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://x').pathname;
+    let promise: Promise<unknown> | undefined;
+    if (path === '/installs/n8n') promise = installs.n8n;
+    else if (path === '/installs/debian') promise = installs.debian;
+    else if (path === '/pack') promise = make('pack', pack);
+    else if (path.startsWith('/n8n/') && path.endsWith('/log')) {
+      const log = logs.get(path.slice('/n8n/'.length, -'/log'.length));
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(log ? log().slice(-3000) : '');
+      return;
+    } else if (path.startsWith('/n8n/')) {
+      const configuration = path.slice('/n8n/'.length);
+      promise = make(`n8n ${configuration}`, () => n8n(configuration));
+    }
+    if (!promise) {
+      res.writeHead(404).end(`no ${path} here`);
+      return;
+    }
+    const state = answer(promise);
+    if (!state) res.writeHead(202).end();
+    else if ('error' in state)
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(String((state.error as Error)?.stack ?? state.error));
+    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(state.value ?? null));
+  });
+  await new Promise<void>((resolve) => broker.listen(0, '127.0.0.1', resolve));
+  project.provide('docexE2eBroker', `http://127.0.0.1:${(broker.address() as AddressInfo).port}`);
+
+  // What this run's files will ask for starts now, beside the first files, rather than when the
+  // first of them asks: the n8n boot and the pack take a minute or more on a loaded machine.
+  const asked = await Promise.all(
+    project.vitest.state
+      .getPaths()
+      .filter((path) => path.startsWith(import.meta.dirname))
+      .map((path) => readFile(path, 'utf8').catch(() => '')),
+  );
+  if (asked.some((text) => /\bsharedN8n\(/.test(text))) void make('n8n default', () => n8n('default'));
+  else if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
+
+  return async () => {
+    broker.closeAllConnections();
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+    await Promise.all(servers.map((s) => s.stop()));
+    // An install still running (a run of files that needed none) is waited for, not cut off.
+    await Promise.allSettled([installs.n8n, installs.debian, ...made.values()]);
+    await Promise.all(cleanups.map((c) => c()));
+  };
+}

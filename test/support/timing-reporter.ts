@@ -1,0 +1,131 @@
+/**
+ * The timing report printed at the end of a test run (vitest.config.ts adds it after the default
+ * reporter): the run's wall time against the files' own times (what running files side by side
+ * saved), the shared set-ups done once for the run, the one-time installs (this run's, and what a
+ * first run on a new machine adds, from the durations kept in the user cache), and the slowest 20
+ * files with where their time went:
+ *
+ * - import: loading the file and what it imports (vitest's collect time);
+ * - hooks: beforeAll/afterAll, i.e. set-up and teardown of servers (the module's time less its tests');
+ * - tests: the tests themselves;
+ * - phases: what the fixtures measured with `timed()` (test/support/timing.ts): an n8n boot, a pack,
+ *   a browser launch, waiting for a shared n8n another file is booting.
+ *
+ * Times are wall-clock: on a shared or loaded machine they stretch, and a file that waits for a
+ * shared set-up shows the wait under its phases, not the set-up's own time.
+ */
+import { relative } from 'node:path';
+import type { Reporter, TestModule, Vitest } from 'vitest/node';
+import { readInstalls, readTimings, type TimingLine } from './timing.ts';
+
+const s = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+interface FileRow {
+  file: string;
+  project: string;
+  wallMs: number;
+  importMs: number;
+  hooksMs: number;
+  testsMs: number;
+  tests: number;
+  phases: TimingLine[];
+}
+
+/** Adds up the lines of one phase name (a file may boot or wait more than once). */
+function byPhase(lines: TimingLine[]): Array<[string, number, number]> {
+  const sums = new Map<string, [number, number]>();
+  for (const line of lines) {
+    const [ms, count] = sums.get(line.phase) ?? [0, 0];
+    sums.set(line.phase, [ms + line.ms, count + 1]);
+  }
+  return [...sums].map(([phase, [ms, count]]) => [phase, ms, count] as [string, number, number]);
+}
+
+const phaseList = (lines: TimingLine[]) =>
+  byPhase(lines)
+    .sort((a, b) => b[1] - a[1])
+    .map(([phase, ms, count]) => `${phase} ${s(ms)}${count > 1 ? ` (${count}×)` : ''}`)
+    .join(', ');
+
+export default class TimingReporter implements Reporter {
+  private ctx!: Vitest;
+  private startedAt = performance.now();
+
+  onInit(ctx: Vitest): void {
+    this.ctx = ctx;
+    this.startedAt = performance.now();
+  }
+
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+    const wallMs = performance.now() - this.startedAt;
+    const root = this.ctx.config.root;
+    const timings = readTimings(process.env.DOCEX_TIMINGS_FILE);
+    const rows: FileRow[] = testModules.map((module) => {
+      const d = module.diagnostic();
+      const tests = [...module.children.allTests()];
+      const testsMs = tests.reduce((sum, t) => sum + (t.diagnostic()?.duration ?? 0), 0);
+      return {
+        file: relative(root, module.moduleId),
+        project: module.project.name,
+        wallMs: d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration,
+        importMs: d.collectDuration,
+        hooksMs: Math.max(0, d.duration - testsMs),
+        testsMs,
+        tests: tests.length,
+        phases: timings.filter((t) => t.file === module.moduleId),
+      };
+    });
+    const filesMs = rows.reduce((sum, r) => sum + r.wallMs, 0);
+    const workers = Math.max(1, ...testModules.map((m) => m.diagnostic().concurrencyId));
+    const out: string[] = [];
+    out.push('', ' Timing report', '');
+    out.push(
+      `  wall ${s(wallMs)} for ${rows.reduce((n, r) => n + r.tests, 0)} tests in ${rows.length} files, ` +
+        `up to ${workers} at a time; the files' own times add up to ${s(filesMs)}` +
+        (filesMs > wallMs ? ` (${(filesMs / wallMs).toFixed(1)}× the wall time)` : ''),
+    );
+
+    const shared = timings.filter((t) => t.file === null && !t.phase.startsWith('install '));
+    if (shared.length) out.push(`  shared set-ups, once for the run: ${phaseList(shared)}`);
+
+    const runStarted = Number(process.env.DOCEX_RUN_STARTED ?? 0);
+    const installs = readInstalls();
+    const thisRun = installs.filter((i) => runStarted > 0 && i.at >= runStarted);
+    const firstRunExtra = installs.reduce((sum, i) => sum + i.seconds, 0);
+    const list = (records: typeof installs) =>
+      records
+        .sort((a, b) => b.seconds - a.seconds)
+        .map((i) => `${i.what} ${i.seconds} s`)
+        .join(', ');
+    out.push(
+      thisRun.length
+        ? `  one-time installs in this run: ${list(thisRun)} (${thisRun.reduce((n, i) => n + i.seconds, 0)} s)`
+        : '  one-time installs in this run: none (everything was cached)',
+    );
+    out.push(
+      installs.length
+        ? `  a first run on a new machine takes about ${s(wallMs + (firstRunExtra - thisRun.reduce((n, i) => n + i.seconds, 0)) * 1000)}: ` +
+            `this run plus the one-time installs last measured here (${list([...installs])})`
+        : '  a first run on a new machine: no one-time install was measured on this machine yet',
+    );
+
+    out.push('', '  slowest 20 files (wall = import + hooks + tests; phases are parts of them):');
+    const width = Math.max(...rows.map((r) => r.file.length), 10);
+    for (const r of [...rows].sort((a, b) => b.wallMs - a.wallMs).slice(0, 20)) {
+      const phases = phaseList(r.phases);
+      out.push(
+        `  ${r.file.padEnd(width)} ${s(r.wallMs).padStart(7)}  import ${s(r.importMs).padStart(6)}  ` +
+          `hooks ${s(r.hooksMs).padStart(6)}  tests ${s(r.testsMs).padStart(6)} (${r.tests})` +
+          (phases ? `\n  ${''.padEnd(width)}   ${phases}` : ''),
+      );
+    }
+    const perProject = new Map<string, number>();
+    for (const r of rows) perProject.set(r.project, (perProject.get(r.project) ?? 0) + r.wallMs);
+    out.push(
+      '',
+      `  per project (files' own times): ${[...perProject].map(([p, ms]) => `${p} ${s(ms)}`).join(', ')}`,
+      '',
+    );
+    this.ctx.logger.log(out.join('\n'));
+  }
+}
