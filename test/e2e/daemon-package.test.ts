@@ -1,19 +1,21 @@
 /**
  * docex-sync as an operator gets it (daemon/README.md): a plain `npm pack` in daemon/ of a clean copy
- * of the repo (test/e2e/pack.ts), `npm install -g` of the tarball into a fresh prefix outside the
- * repo, so the installed command can only use its own dependencies; then `--version`, `check`,
+ * of the repo (test/e2e/pack.ts; the run's one pack, made by the e2e global set-up), `npm install -g`
+ * of the tarball into a fresh prefix outside the repo, so the installed command can only use its own dependencies; then `--version`, `check`,
  * `run` on a dropped file against the emulator, and a clean stop.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { until } from '../daemon/helpers.ts';
-import { packAsDocumented, repo, type Packed } from './pack.ts';
+import { repo } from './pack.ts';
+import { sharedPack, SHARED_N8N_WAIT_MS } from './shared.ts';
 import { templateWithField } from '../support/templates.ts';
 
 const KEY = 'sk-operator-key-0042';
@@ -22,7 +24,9 @@ const manifest = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'u
   bin: Record<string, string>;
   engines: { node: string };
 };
-let packed: Packed;
+/** The run's pack: read-only here; what the test makes goes into `dir`. */
+let packed: Awaited<ReturnType<typeof sharedPack>>;
+let dir: string;
 let emulator: Emulator;
 let prefix: string;
 let bin: string;
@@ -47,19 +51,20 @@ function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv) {
 }
 
 beforeAll(async () => {
-  packed = packAsDocumented(['docex-sync']);
+  packed = await sharedPack();
+  dir = await mkdtemp(join(tmpdir(), 'docex-sync-package-'));
   emulator = await startEmulator({ port: 0, taskDelayMs: 30, companies: [{ name: 'Ops', apiKey: KEY }] });
-  prefix = join(packed.dir, 'prefix');
+  prefix = join(dir, 'prefix');
   const installed = npm(
     ['install', '--global', '--prefix', prefix, '--prefer-offline', packed.tarballs['docex-sync']!],
-    packed.dir,
+    dir,
   );
   expect(installed.status, installed.stderr).toBe(0);
   bin = join(prefix, 'bin', 'docex-sync');
-}, 600_000);
+}, SHARED_N8N_WAIT_MS);
 afterAll(async () => {
   await emulator?.stop();
-  packed?.remove();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('the docex-sync package from a plain npm pack', () => {
@@ -115,7 +120,7 @@ describe('the docex-sync package from a plain npm pack', () => {
   });
 
   it('passes npm publish --dry-run without a warning (but the one about not being logged in)', () => {
-    const result = npm(['publish', '--dry-run', packed.tarballs['docex-sync']!], packed.dir);
+    const result = npm(['publish', '--dry-run', packed.tarballs['docex-sync']!], dir);
     expect(result.status, result.stderr).toBe(0);
     const warnings = result.stderr.split('\n').filter((l) => /npm warn/i.test(l) && !/logged in/.test(l));
     expect(warnings).toEqual([]);
@@ -151,7 +156,7 @@ describe('the docex-sync package from a plain npm pack', () => {
     const client = createNodeClient({ baseUrl: emulator.url, apiKey: KEY });
     const folder = await client.createFolder({ name: 'AP' });
     const template = await templateWithField(client, folder.id, 'Invoice');
-    const ops = join(packed.dir, 'ops');
+    const ops = join(dir, 'ops');
     await mkdir(join(ops, 'inbox'), { recursive: true });
     const config = join(ops, 'docex-sync.yaml');
     await writeFile(

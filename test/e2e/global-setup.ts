@@ -120,7 +120,7 @@ export default async function setup(project: TestProject) {
         `no shared n8n configuration "${configuration}": add it to CONFIGURATIONS in test/e2e/global-setup.ts`,
       );
     const [bin, packed] = await Promise.all([installs.n8n, make('pack', pack) as Promise<SharedPack>]);
-    return await timed(`n8n boot (${configuration}, shared)`, async () => {
+    return await timed(`shared n8n (${configuration}): folder, boot, owner`, async () => {
       const home = await prepareUserFolder(packed.tarballs['n8n-nodes-docex']);
       cleanups.push(() => rm(home, { recursive: true, force: true }));
       const env = await n8nEnvironment(home, extra);

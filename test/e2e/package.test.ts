@@ -1,17 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { lintPackage } from '../../scripts/lint-package.ts';
-import { packAsDocumented, repo, type Packed } from './pack.ts';
+import { repo } from './pack.ts';
+import { sharedPack, SHARED_N8N_WAIT_MS } from './shared.ts';
 
-let packed: Packed;
+/** The run's one plain `npm pack` (test/e2e/pack.ts, made by the e2e global set-up): read-only here. */
+let packed: Awaited<ReturnType<typeof sharedPack>>;
 let tarball: string;
-beforeAll(() => {
-  packed = packAsDocumented(['n8n-nodes-docex']);
+beforeAll(async () => {
+  packed = await sharedPack();
   tarball = packed.tarballs['n8n-nodes-docex']!;
-});
-afterAll(() => packed?.remove());
+}, SHARED_N8N_WAIT_MS);
 
 describe('n8n-nodes-docex from a plain npm pack', () => {
   it('holds every file its n8n field points at, its README and CHANGELOG', () => {

@@ -136,6 +136,38 @@ beforeAll(async () => {
   const client = new Client({ host: '127.0.0.1', port: pg.port, user: 'postgres', database: 'n8n' });
   await client.connect();
   db = client;
+
+  // Main first: it migrates the empty database, which the workers then find ready.
+  const started = await startN8n(n8n);
+  main = started;
+  mainUrl = started.url;
+  await n8nReady(started);
+  rest = await n8n.signIn(started);
+
+  // Each worker has its own user folder with the package installed, as on separate machines.
+  for (let w = 0; w < 2; w++) {
+    const home = await mkdtemp(join(tmpdir(), 'docex-n8n-worker-'));
+    workerHomes.push(home);
+    await cp(join(n8n.home, '.n8n', 'nodes'), join(home, '.n8n', 'nodes'), { recursive: true });
+    workers.push(
+      startProcess(n8n.bin, ['worker', '--concurrency=2'], {
+        ...n8n.env,
+        N8N_USER_FOLDER: home,
+        // Every instance runs a task broker for Code nodes (default port 5679): one port each.
+        N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+      }),
+    );
+  }
+  await until(
+    'the workers to be ready',
+    () => {
+      assertRunning();
+      return workers.every((w) => /n8n worker is now ready/.test(w.output())) ? true : undefined;
+    },
+    // Only a bound for a hung start, as for main's readiness.
+    600_000,
+    logs,
+  );
 }, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {
@@ -156,27 +188,6 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
     const extractTemplate = await template('Webhook invoices');
     const triggerTemplate = await template('Polled invoices');
 
-    // Main first: it migrates the empty database, which the workers then find ready.
-    const started = await startN8n(n8n);
-    main = started;
-    mainUrl = started.url;
-    await n8nReady(started);
-    rest = await n8n.signIn(started);
-
-    // Each worker has its own user folder with the package installed, as on separate machines.
-    for (let w = 0; w < 2; w++) {
-      const home = await mkdtemp(join(tmpdir(), 'docex-n8n-worker-'));
-      workerHomes.push(home);
-      await cp(join(n8n.home, '.n8n', 'nodes'), join(home, '.n8n', 'nodes'), { recursive: true });
-      workers.push(
-        startProcess(n8n.bin, ['worker', '--concurrency=2'], {
-          ...n8n.env,
-          N8N_USER_FOLDER: home,
-          // Every instance runs a task broker for Code nodes (default port 5679): one port each.
-          N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-        }),
-      );
-    }
     await rest.importWorkflow({
       id: EXTRACT_WORKFLOW,
       name: 'queue extract',
@@ -224,16 +235,6 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       }),
     );
     await Promise.all([EXTRACT_WORKFLOW, TRIGGER_WORKFLOW].map((id) => rest.publish(id)));
-    await until(
-      'the workers to be ready',
-      () => {
-        assertRunning();
-        return workers.every((w) => /n8n worker is now ready/.test(w.output())) ? true : undefined;
-      },
-      300_000,
-      logs,
-    );
-
     // 1. Two files to a webhook on main; main answers with what the worker extracted.
     const form = new FormData();
     form.append('data', new Blob(['Invoice number: Q-1\nTotal: 1,00\n'], { type: 'text/plain' }), 'q1.txt');

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { recordInstall } from '../support/timing.ts';
+import { recordInstall, timed } from '../support/timing.ts';
 
 const run = promisify(execFile);
 
@@ -153,7 +153,9 @@ export async function n8nReady(server: Service & { url: string; startedAt: numbe
     600_000,
     () => server.output().slice(-3000),
   );
-  return performance.now() - server.startedAt;
+  const readyMs = performance.now() - server.startedAt;
+  await timed('n8n boot', () => undefined, readyMs);
+  return readyMs;
 }
 
 /** The owner a test sets up in a fresh n8n (POST /rest/owner/setup), and signs in as in the editor. */

@@ -41,14 +41,17 @@ export function recordTiming(line: TimingLine): void {
   appendFileSync(file, `${JSON.stringify(line)}\n`);
 }
 
-/** Runs `fn` and records how long it took under `phase` for the current test file. */
-export async function timed<T>(phase: string, fn: () => T | Promise<T>): Promise<T> {
+/**
+ * Runs `fn` and records how long it took under `phase` for the current test file (or `ms`, for a
+ * phase measured by the caller, such as a server's start measured from its spawn).
+ */
+export async function timed<T>(phase: string, fn: () => T | Promise<T>, ms?: number): Promise<T> {
   const file = await currentTestFile();
   const started = performance.now();
   try {
     return await fn();
   } finally {
-    recordTiming({ file, phase, ms: performance.now() - started, at: Date.now() });
+    recordTiming({ file, phase, ms: ms ?? performance.now() - started, at: Date.now() });
   }
 }
 
