@@ -85,7 +85,9 @@ function oneTimeInstalls(): { n8n: Promise<string>; debian: Promise<void> } {
     for (const [pkg, present] of packages)
       if (!present()) await timed(`install ${pkg}`, () => installDebianPackage(pkg, present));
     // Debian's chromium (apt-get) and the browser driver, playwright-core (user cache).
-    await timed('browser install (or its check)', () => run('bash', [join(repo, 'scripts/browser-install.sh')]));
+    await timed('browser install (or its check)', () =>
+      run('bash', [join(repo, 'scripts/browser-install.sh')]),
+    );
   })();
   // A failure is the asking file's to report: no unhandled rejection here.
   n8n.catch(() => undefined);
@@ -174,7 +176,9 @@ export default async function setup(project: TestProject) {
     const state = answer(promise);
     if (!state) res.writeHead(202).end();
     else if ('error' in state)
-      res.writeHead(500, { 'content-type': 'text/plain' }).end(String((state.error as Error)?.stack ?? state.error));
+      res
+        .writeHead(500, { 'content-type': 'text/plain' })
+        .end(String((state.error as Error)?.stack ?? state.error));
     else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(state.value ?? null));
   });
   await new Promise<void>((resolve) => broker.listen(0, '127.0.0.1', resolve));

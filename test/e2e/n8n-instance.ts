@@ -45,7 +45,10 @@ export async function prepareUserFolder(tarball: string): Promise<string> {
 }
 
 /** The environment of every n8n command and server on the user folder `home`. */
-export async function n8nEnvironment(home: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+export async function n8nEnvironment(
+  home: string,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<NodeJS.ProcessEnv> {
   // vitest sets NODE_ENV=test and VITEST*: n8n must not run in its own test mode.
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(

@@ -87,7 +87,8 @@ export class N8nRest {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    if (response.status !== 200) throw new Error(`n8n answered ${method} /rest${path} with ${response.status}: ${text}`);
+    if (response.status !== 200)
+      throw new Error(`n8n answered ${method} /rest${path} with ${response.status}: ${text}`);
     return (JSON.parse(text) as { data: T }).data;
   }
 
@@ -167,7 +168,9 @@ export class N8nRest {
 
   /** `flatted.parse` of n8n's own copy: n8n keeps execution data in that form. */
   private flatted(text: string) {
-    const flatted = createRequire(join(this.installDir, 'node_modules', 'n8n', 'package.json'))('flatted') as {
+    const flatted = createRequire(join(this.installDir, 'node_modules', 'n8n', 'package.json'))(
+      'flatted',
+    ) as {
       parse(text: string): { resultData: { runData: RunData; error?: { message: string } } };
     };
     return flatted.parse(text);
@@ -200,7 +203,8 @@ export class N8nRest {
   /** Runs an imported workflow as the editor does (its Run button, or a trigger's Fetch Test Event) and waits for its end. */
   async run(workflowId: string, body: Record<string, unknown>): Promise<Execution> {
     const started = await this.call<{ executionId?: string }>('POST', `/workflows/${workflowId}/run`, body);
-    if (!started.executionId) throw new Error(`n8n started no execution of ${workflowId}: ${JSON.stringify(started)}`);
+    if (!started.executionId)
+      throw new Error(`n8n started no execution of ${workflowId}: ${JSON.stringify(started)}`);
     return await this.execution(started.executionId);
   }
 
@@ -210,7 +214,9 @@ export class N8nRest {
    */
   async execute(workflow: { id: string; [key: string]: unknown }): Promise<RunData> {
     await this.importWorkflow(workflow);
-    const start = ((workflow.nodes ?? []) as WorkflowNode[]).find((n) => n.type === 'n8n-nodes-base.manualTrigger');
+    const start = ((workflow.nodes ?? []) as WorkflowNode[]).find(
+      (n) => n.type === 'n8n-nodes-base.manualTrigger',
+    );
     if (!start) throw new Error(`workflow ${workflow.id} has no manual trigger to run it from`);
     const execution = await this.run(workflow.id, { triggerToStartFrom: { name: start.name } });
     if (execution.error !== undefined || execution.status !== 'success')

@@ -101,7 +101,9 @@ async function executions(workflowId: string, nodeName: string): Promise<Executi
 
 /** What n8n keeps of a workflow's poll between polls: its cursor row and its static data. */
 async function pollState(workflowId: string): Promise<string> {
-  const { rows: cursors } = await db!.query('SELECT * FROM poller_state WHERE "workflowId" = $1', [workflowId]);
+  const { rows: cursors } = await db!.query('SELECT * FROM poller_state WHERE "workflowId" = $1', [
+    workflowId,
+  ]);
   const { rows: workflows } = await db!.query('SELECT "staticData" FROM workflow_entity WHERE id = $1', [
     workflowId,
   ]);
@@ -300,7 +302,9 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       async () => {
         assertRunning();
         const ids = new Set(
-          (await executions(TRIGGER_WORKFLOW, TRIGGER_NAME)).flatMap((e) => e.emitted.map((d) => d.document_id)),
+          (await executions(TRIGGER_WORKFLOW, TRIGGER_NAME)).flatMap((e) =>
+            e.emitted.map((d) => d.document_id),
+          ),
         );
         return expected.every((id) => ids.has(id)) ? true : undefined;
       },

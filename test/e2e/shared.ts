@@ -69,13 +69,16 @@ async function fromGlobalSetup<T>(what: string): Promise<T> {
 
 /** The run's one pack of both packages; read-only: copy what you change. Removed at the end of the run. */
 export async function sharedPack(): Promise<Omit<Packed, 'remove'>> {
-  const { dir, tarballs } = await timed('waiting for the shared pack', () => fromGlobalSetup<SharedPack>('pack'));
+  const { dir, tarballs } = await timed('waiting for the shared pack', () =>
+    fromGlobalSetup<SharedPack>('pack'),
+  );
   const { remove: _remove, ...packed } = packedIn(dir, tarballs);
   return packed;
 }
 
 /** The path of n8n's binary, once the global set-up has installed (or found) it. */
-export const installedN8n = () => timed('waiting for the n8n install', () => fromGlobalSetup<string>('installs/n8n'));
+export const installedN8n = () =>
+  timed('waiting for the n8n install', () => fromGlobalSetup<string>('installs/n8n'));
 
 /**
  * Waits until the global set-up has installed (or found) the Debian packages and the browser, so
@@ -108,7 +111,9 @@ export interface SharedN8n {
   /** This file's Docex credential (what CREDENTIAL in the file's workflows is mapped to). */
   credentials: { docexApi: CredentialRef };
   /** Creates a credential for the ID the file's workflows use (`wanted.id`). */
-  createCredential(wanted: CredentialRef & { type: string; data: Record<string, unknown> }): Promise<CredentialRef>;
+  createCredential(
+    wanted: CredentialRef & { type: string; data: Record<string, unknown> },
+  ): Promise<CredentialRef>;
   importWorkflow(workflow: { id: string; [key: string]: unknown }): Promise<void>;
   /** Imports a workflow and runs it from its manual trigger; fails on a workflow error. */
   execute(workflow: { id: string; [key: string]: unknown }): Promise<RunData>;

@@ -130,7 +130,11 @@ export async function importOpenAiCredential(
   credential: { id: string; name: string },
   baseUrl: string,
 ): Promise<void> {
-  await n8n.createCredential({ ...credential, type: 'openAiApi', data: { apiKey: 'sk-stand-in', url: baseUrl } });
+  await n8n.createCredential({
+    ...credential,
+    type: 'openAiApi',
+    data: { apiKey: 'sk-stand-in', url: baseUrl },
+  });
 }
 
 /**

@@ -67,7 +67,8 @@ export default class TimingReporter implements Reporter {
       return {
         file: relative(root, module.moduleId),
         project: module.project.name,
-        wallMs: d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration,
+        wallMs:
+          d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration,
         importMs: d.collectDuration,
         hooksMs: Math.max(0, d.duration - testsMs),
         testsMs,
