@@ -10,6 +10,7 @@
  * Workflows keep their IDs (n8n refuses an ID that exists: files that share an n8n must use IDs
  * of their own).
  */
+import { request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { until } from './services.ts';
@@ -79,16 +80,42 @@ export class N8nRest {
     this.logTail = logTail;
   }
 
+  /**
+   * One request on a connection of its own: with keep-alive, a request sent just as n8n closes an
+   * idle connection fails ("fetch failed", seen in a full run), and a POST cannot be sent again.
+   */
+  private send(method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = request(
+        `${this.url}/rest${path}`,
+        {
+          method,
+          agent: false,
+          headers: {
+            cookie: this.cookie,
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
   /** A REST call as the signed-in owner; the answer's `data`, or a failure naming the call and n8n's answer. */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${this.url}/rest${path}`, {
-      method,
-      headers: { cookie: this.cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status !== 200)
-      throw new Error(`n8n answered ${method} /rest${path} with ${response.status}: ${text}`);
+    const { status, text } = await this.send(method, path, body);
+    if (status !== 200) throw new Error(`n8n answered ${method} /rest${path} with ${status}: ${text}`);
     return (JSON.parse(text) as { data: T }).data;
   }
 
@@ -181,11 +208,9 @@ export class N8nRest {
     return await until(
       `execution ${executionId} to end`,
       async () => {
-        const response = await fetch(`${this.url}/rest/executions/${executionId}`, {
-          headers: { cookie: this.cookie },
-        });
+        const response = await this.send('GET', `/executions/${executionId}`);
         if (response.status !== 200) return undefined;
-        const { data } = (await response.json()) as { data: { status: string; data: string } };
+        const { data } = JSON.parse(response.text) as { data: { status: string; data: string } };
         if (['new', 'running', 'waiting'].includes(data.status)) return undefined;
         const parsed = this.flatted(data.data);
         return {

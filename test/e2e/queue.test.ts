@@ -99,17 +99,6 @@ async function executions(workflowId: string, nodeName: string): Promise<Executi
   });
 }
 
-/** What n8n keeps of a workflow's poll between polls: its cursor row and its static data. */
-async function pollState(workflowId: string): Promise<string> {
-  const { rows: cursors } = await db!.query('SELECT * FROM poller_state WHERE "workflowId" = $1', [
-    workflowId,
-  ]);
-  const { rows: workflows } = await db!.query('SELECT "staticData" FROM workflow_entity WHERE id = $1', [
-    workflowId,
-  ]);
-  return JSON.stringify([cursors, workflows]);
-}
-
 beforeAll(async () => {
   // Redis and PostgreSQL come from Debian's packages, which the e2e global set-up installs once.
   await oneTimeInstallsDone();
@@ -326,15 +315,17 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       300_000,
       logs,
     );
-    // One more scheduled poll: nothing may come twice. A poll has ended when it committed its
-    // cursor (n8n's poller_state, or the workflow's static data), alone or with the execution of
-    // what it emitted; then that execution, if any, runs to its end.
-    const before = await pollState(TRIGGER_WORKFLOW);
+    // One more scheduled poll: nothing may come twice. Each scheduled poll asks the service once
+    // (fetch_documents, with what it knows); two more asks mean that the first of them has ended
+    // (the next comes a minute later), so whatever it emitted is an execution by then.
+    const polled = n8n.emulator.stats().requestsByOperation.fetch_documents ?? 0;
     await until(
-      'one more scheduled poll to end',
-      async () => {
+      'two more scheduled polls',
+      () => {
         assertRunning();
-        return (await pollState(TRIGGER_WORKFLOW)) !== before ? true : undefined;
+        return (n8n.emulator.stats().requestsByOperation.fetch_documents ?? 0) >= polled + 2
+          ? true
+          : undefined;
       },
       300_000,
       logs,
