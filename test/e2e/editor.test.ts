@@ -20,7 +20,6 @@ let n8n: SharedN8n;
 let browser: BrowserContext | undefined;
 let page: Page;
 let base = '';
-let cookie = '';
 
 /**
  * How long a browser step may take (the first load of the editor's bundle is the slowest), per
@@ -38,7 +37,11 @@ const AGENT_WORKFLOW = 'wfeditoragent001';
 let agentExample: Awaited<ReturnType<typeof exampleWorkflow>>;
 
 beforeAll(async () => {
-  [n8n, browser] = await Promise.all([sharedN8n(), launchChromium({ width: 1400, height: 1000 })]);
+  // An n8n of its own ('editor'): its start-up time sets the browser steps' limits (below).
+  [n8n, browser] = await Promise.all([
+    sharedN8n({}, 'editor'),
+    launchChromium({ width: 1400, height: 1000 }),
+  ]);
   // The model is never called here: its credential only has to exist for the panel.
   const openAi = { id: 'openaicred000003', name: 'OpenAI' };
   await importOpenAiCredential(n8n, openAi, 'http://127.0.0.1:9/v1');
@@ -53,7 +56,6 @@ beforeAll(async () => {
   process.stderr.write(
     `editor e2e: n8n was ready after ${Math.round(n8n.readyMs)} ms; browser steps may take ${uiLimitMs} ms\n`,
   );
-  cookie = n8n.cookie;
 
   page = await browser!.newPage();
   page.setDefaultTimeout(uiLimitMs);
@@ -76,14 +78,9 @@ afterAll(async () => {
 
 /** POST /rest/credentials/test, as the credential dialog's "Retry" does, for the stored credential with `data`. */
 async function credentialTest(data: { baseUrl: string; apiKey: string }) {
-  const response = await fetch(`${base}/rest/credentials/test`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie },
-    body: JSON.stringify({ credentials: { ...n8n.credentials.docexApi, type: 'docexApi', data } }),
+  return await n8n.rest.call<{ status: string; message: string }>('POST', '/credentials/test', {
+    credentials: { ...n8n.credentials.docexApi, type: 'docexApi', data },
   });
-  const text = await response.text();
-  expect(response.status, text).toBe(200);
-  return (JSON.parse(text) as { data: { status: string; message: string } }).data;
 }
 
 describe('the credential test', () => {

@@ -71,6 +71,10 @@ export interface SharedN8nInstance {
  */
 const CONFIGURATIONS: Record<string, NodeJS.ProcessEnv> = {
   default: {},
+  // The same settings, for the editor test alone: its browser steps' time limits derive from its
+  // n8n's start-up time, and other files' work on the same n8n (SQLite answering "Database is not
+  // ready!", a slower editor) made them miss in a full run.
+  editor: {},
 };
 
 /** The one-time installs, one apt-get after another (it holds one lock), beside the n8n install. */
@@ -192,8 +196,14 @@ export default async function setup(project: TestProject) {
       .filter((path) => path.startsWith(import.meta.dirname))
       .map((path) => readFile(path, 'utf8').catch(() => '')),
   );
-  if (asked.some((text) => /\bsharedN8n\(/.test(text))) void make('n8n default', () => n8n('default'));
-  else if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
+  for (const configuration of Object.keys(CONFIGURATIONS)) {
+    const pattern =
+      configuration === 'default'
+        ? /\bsharedN8n\((?![^)]*')/
+        : new RegExp(`\\bsharedN8n\\([^)]*'${configuration}'`);
+    if (asked.some((text) => pattern.test(text))) void make(`n8n ${configuration}`, () => n8n(configuration));
+  }
+  if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
 
   return async () => {
     broker.closeAllConnections();

@@ -114,7 +114,16 @@ export class N8nRest {
 
   /** A REST call as the signed-in owner; the answer's `data`, or a failure naming the call and n8n's answer. */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const { status, text } = await this.send(method, path, body);
+    // n8n answers 503 "Database is not ready!" while its database check lags on a loaded machine,
+    // before it acts on the request: asked again, as services.ts's setUpOwner does.
+    const { status, text } = await until(
+      `n8n to answer ${method} /rest${path} (not "Database is not ready")`,
+      async () => {
+        const answer = await this.send(method, path, body);
+        return answer.status === 503 && /Database is not ready/.test(answer.text) ? undefined : answer;
+      },
+      LIMIT_MS,
+    );
     if (status !== 200) throw new Error(`n8n answered ${method} /rest${path} with ${status}: ${text}`);
     return (JSON.parse(text) as { data: T }).data;
   }
