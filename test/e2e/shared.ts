@@ -29,7 +29,8 @@
  * - don't change n8n's settings or restart it: a file that needs other settings (a proxy, queue mode)
  *   starts an n8n of its own (real-n8n.ts, `prepareN8n`, then services.ts, `startN8n`).
  *
- * A configuration other than `default` is a row in CONFIGURATIONS of test/e2e/global-setup.ts.
+ * A configuration other than `default` is a row in CONFIGURATIONS of test/e2e/global-setup.ts,
+ * asked for by name: `sharedN8n({}, 'editor')`.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
