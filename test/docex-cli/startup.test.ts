@@ -260,7 +260,7 @@ describe('the shipped bundles', () => {
           what,
         ).toEqual([]);
       }
-    });
+    }, 120_000);
 
     it(`${command} --version to a file, a closed pipe and a full non-blocking pipe: all of it or nothing, exit 0`, async () => {
       const file = join(dir, `${command}-version.txt`);
@@ -373,7 +373,7 @@ Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'
     } finally {
       await emulator.stop();
     }
-  });
+  }, 120_000);
 });
 
 describe("docex's module wrappers compiled with the file, for the compile cache (scripts/eager-modules.ts)", () => {

@@ -99,7 +99,34 @@ function oneTimeInstalls(): { n8n: Promise<string>; debian: Promise<void> } {
   return { n8n, debian };
 }
 
+/**
+ * Both e2e projects (e2e, and e2e-alone for the files that run alone) name this set-up: the first
+ * makes the endpoint, the other is handed the same one, so that the run still packs, installs and
+ * boots each n8n once. The last to end stops it.
+ */
+const running = globalThis as typeof globalThis & {
+  docexE2eSetup?: {
+    url: string;
+    users: number;
+    stop: () => Promise<void>;
+    ask: (paths: string[]) => Promise<void>;
+  };
+};
+
 export default async function setup(project: TestProject) {
+  running.docexE2eSetup ??= await start();
+  const shared = running.docexE2eSetup;
+  shared.users++;
+  project.provide('docexE2eBroker', shared.url);
+  await shared.ask(project.vitest.state.getPaths());
+  return async () => {
+    if (--shared.users > 0) return;
+    running.docexE2eSetup = undefined;
+    await shared.stop();
+  };
+}
+
+async function start() {
   const installs = oneTimeInstalls();
   const made = new Map<string, Promise<unknown>>();
   const servers: Service[] = [];
@@ -186,26 +213,29 @@ export default async function setup(project: TestProject) {
     else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(state.value ?? null));
   });
   await new Promise<void>((resolve) => broker.listen(0, '127.0.0.1', resolve));
-  project.provide('docexE2eBroker', `http://127.0.0.1:${(broker.address() as AddressInfo).port}`);
+  const url = `http://127.0.0.1:${(broker.address() as AddressInfo).port}`;
 
-  // What this run's files will ask for starts now, beside the first files, rather than when the
-  // first of them asks: the n8n boot and the pack take a minute or more on a loaded machine.
-  const asked = await Promise.all(
-    project.vitest.state
-      .getPaths()
-      .filter((path) => path.startsWith(import.meta.dirname))
-      .map((path) => readFile(path, 'utf8').catch(() => '')),
-  );
-  for (const configuration of Object.keys(CONFIGURATIONS)) {
-    const pattern =
-      configuration === 'default'
-        ? /\bsharedN8n\((?![^)]*')/
-        : new RegExp(`\\bsharedN8n\\([^)]*'${configuration}'`);
-    if (asked.some((text) => pattern.test(text))) void make(`n8n ${configuration}`, () => n8n(configuration));
-  }
-  if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
+  /** What this run's files will ask for starts now (`paths`: the run's test files). */
+  const ask = async (paths: string[]) => {
+    // What this run's files will ask for starts now, beside the first files, rather than when the
+    // first of them asks: the n8n boot and the pack take a minute or more on a loaded machine.
+    const asked = await Promise.all(
+      paths
+        .filter((path) => path.startsWith(import.meta.dirname))
+        .map((path) => readFile(path, 'utf8').catch(() => '')),
+    );
+    for (const configuration of Object.keys(CONFIGURATIONS)) {
+      const pattern =
+        configuration === 'default'
+          ? /\bsharedN8n\((?![^)]*')/
+          : new RegExp(`\\bsharedN8n\\([^)]*'${configuration}'`);
+      if (asked.some((text) => pattern.test(text)))
+        void make(`n8n ${configuration}`, () => n8n(configuration));
+    }
+    if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
+  };
 
-  return async () => {
+  const stop = async () => {
     broker.closeAllConnections();
     await new Promise<void>((resolve) => broker.close(() => resolve()));
     await Promise.all(servers.map((s) => s.stop()));
@@ -213,4 +243,5 @@ export default async function setup(project: TestProject) {
     await Promise.allSettled([installs.n8n, installs.debian, ...made.values()]);
     await Promise.all(cleanups.map((c) => c()));
   };
+  return { url, users: 0, stop, ask };
 }
