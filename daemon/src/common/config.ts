@@ -75,8 +75,12 @@ const ReviewSection = z.strictObject({
 });
 export type ReviewSettings = z.output<typeof ReviewSection>;
 
-/** A subfolder of a watch sent with its own template or folder and metadata. */
-const Route = z.strictObject({
+/**
+ * A subfolder of a watch sent with its own template or folder, and whatever else it sets instead of
+ * its watch. A key added here says in routeSettings (route-settings.ts) whether the watch's setting
+ * applies when the route leaves it out (test/daemon/common/route-settings.test.ts fails until then).
+ */
+export const Route = z.strictObject({
   /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
   match: z.string().min(1),
   /** How status and the page name the route (default: match). */

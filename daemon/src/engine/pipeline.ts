@@ -168,6 +168,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** Per watch and route: the polls not answered yet, row id -> when each went out (see firstPollDueMs). */
   private readonly pollsOut = new Map<string, Map<number, number>>();
   /**
+   * Rows whose upload this process sent and saw answered, until their task is seen final: only
+   * their polls teach the poll timing. A task uploaded before a restart waited through the
+   * downtime too, which is no extraction time (poll-timing.ts, `seenWhole`).
+   */
+  private readonly uploadsSeen = new Set<number>();
+  /**
    * Task ids the service gave whose commit failed (a full disk): stored when work resumes, so the
    * file is not uploaded a second time.
    */
@@ -446,6 +452,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    */
   private storeAnswer(uploading: FileRow, taskId: string) {
     this.unsavedAnswers.set(uploading.id, { row: uploading, taskId });
+    this.uploadsSeen.add(uploading.id);
     this.apply(uploading, {
       kind: 'upload-answered',
       taskId,
@@ -616,18 +623,20 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     let next = this.apply(row, { kind: 'poll-due', firstPollMs }).decision.effect;
     let current = row;
     let task: TaskResult | null = null;
+    const seenWhole = this.uploadsSeen.has(row.id);
     if (next.kind === 'poll') {
       const first = row.poll_interval_ms === 0;
-      const polls = out ?? new Map<number, number>(); // nothing awaited since `out` was read
-      this.pollsOut.set(key, polls.set(row.id, this.now()));
+      // Only a poll whose answer will teach something holds first polls back (firstPollDueMs).
+      const polls = seenWhole ? (out ?? new Map<number, number>()) : undefined; // nothing awaited since `out` was read
+      if (polls) this.pollsOut.set(key, polls.set(row.id, this.now()));
       try {
         task = await client.fetchTasksResults({ task_id: row.task_id! });
       } catch (error) {
         this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
         return void this.apply(row, { kind: 'poll-failed', error });
       } finally {
-        polls.delete(row.id);
-        if (polls.size === 0) this.pollsOut.delete(key);
+        polls?.delete(row.id);
+        if (polls?.size === 0) this.pollsOut.delete(key);
       }
       this.reachable();
       if (row.uploaded_at !== null)
@@ -640,6 +649,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
               final: isFinalStatus(task.status),
               first,
               previousMs: row.updated_at - row.uploaded_at,
+              seenWhole,
             },
             poll,
           ),
@@ -650,6 +660,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
       current = answered.row;
     }
+    // Waiting no more (final, failed, timed out): its polls have nothing left to teach.
+    if (current.state !== 'uploaded') this.uploadsSeen.delete(row.id);
     if (next.kind !== 'write-results') return;
     const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;

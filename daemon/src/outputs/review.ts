@@ -23,6 +23,7 @@ import {
 } from '@docex/shared';
 import type { ReviewSettings, WatchConfig } from '../common/config.ts';
 import { hasReviewRules } from '../common/config.ts';
+import { routeSettings } from '../common/route-settings.ts';
 import { freeTarget, inside, tempSuffix, writeAtomic } from '../common/files.ts';
 import type { FileRow } from '../engine/lifecycle.ts';
 import {
@@ -37,7 +38,7 @@ import {
 /** The rules of a route (its own `review`, when it has one) or else of its watch, in the core's terms. */
 export function reviewRulesFor(watch: WatchConfig, route: string | null): ReviewRules | undefined {
   const own = route === null ? undefined : watch.routes.find((r) => (r.name ?? r.match) === route);
-  const section = own?.review ?? watch.review;
+  const section = own ? routeSettings(watch, own).review : watch.review;
   return hasReviewRules(section) ? rulesOf(section) : undefined;
 }
 
