@@ -31,6 +31,7 @@ import type { NewFile, StateDb } from '../store/state.ts';
 import { spoolFolder, type MailboxConfig } from './config.ts';
 import { messageYield, ruleFor, type SkippedPart } from './select.ts';
 import {
+  cannotLogIn,
   mailboxStatus,
   NOT_CONNECTED,
   saveConnection,
@@ -126,7 +127,7 @@ export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv
 
 /**
  * A readable line for an IMAP error: the server's own text when it gave one, never a credential.
- * With the mailbox, a refused access token names its file and what renews it.
+ * With the mailbox, a refused login names the credential it used and what to do (loginRefusal).
  */
 export function describeImapError(error: unknown, mailbox?: MailboxConfig): string {
   const e = error as {
@@ -143,14 +144,27 @@ export function describeImapError(error: unknown, mailbox?: MailboxConfig): stri
     const oauthStatus =
       e.oauthError?.status !== undefined ? `; OAuth2 status ${String(e.oauthError.status)}` : '';
     const server = said || oauthStatus ? ` (${said}${said ? oauthStatus : oauthStatus.slice(2)})` : '';
-    if (mailbox?.oauth2_token_file)
-      return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (it is used as soon as the file changes)`;
-    return `the server refused the login${server}`;
+    return mailbox ? loginRefusal(mailbox, server) : `the server refused the login${server}`;
   }
   const text = e.responseText
     ? `${e.message ?? 'IMAP error'}: ${e.responseText}`
     : (e.message ?? String(error));
   return e.code && !text.includes(e.code) ? `${text} (${e.code})` : text;
+}
+
+/**
+ * A refused login, said the same in status, the page, /healthz, the log and `check`: which secret
+ * the server refused (the setting in use, where it comes from), why that happens and what to do,
+ * and when docex-sync tries it (like the API key's refusal). `server` is the server's own words.
+ */
+function loginRefusal(mailbox: MailboxConfig, server: string): string {
+  const key = `mailboxes[${mailbox.name}]`;
+  if (mailbox.oauth2_token_file)
+    return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (${key}.oauth2_token_file); it is used as soon as the file changes`;
+  if (mailbox.password_file)
+    return `the server refused the password in ${mailbox.password_file}${server}: it is wrong or was changed; write the current password of ${mailbox.user} there (${key}.password_file); it is used as soon as the file changes`;
+  // The environment is read once, when the process starts: only a new start sees a new value.
+  return `the server refused the password in the environment variable ${mailbox.password_env}${server}: it is wrong or was changed; set ${mailbox.password_env} (${key}.password_env) to the current password of ${mailbox.user}, then start docex-sync run again (a running daemon keeps the environment it was started with)`;
 }
 
 /** What the server's answer to a search for not-yet-taken messages is, per after-action. */
@@ -323,12 +337,11 @@ export class MailIntake {
     const message = describeImapError(error, mailbox);
     this.changed({ connected: false, last_error: { at: new Date(this.now()).toISOString(), message } });
     if ((error as { authenticationFailed?: boolean }).authenticationFailed) {
+      // In the words status and /healthz use; once per secret, not at every retry.
       if (this.state.login_refused === null || fresh)
         log.error(
-          { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host, reason: message },
-          mailbox.oauth2_token_file
-            ? 'mailbox: the server refused the access token; waiting for a new one in the token file, retrying'
-            : 'mailbox: the server refused the login; check the password; retrying',
+          { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host },
+          cannotLogIn(mailbox, message),
         );
       this.changed({ login_refused: message });
     } else log.error({ mailbox: mailbox.name, err: message }, 'mailbox: connection failed; retrying');

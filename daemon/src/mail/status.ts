@@ -100,8 +100,10 @@ export function mailboxStatus(db: StateDb, mailbox: MailboxConfig): MailboxStatu
   };
 }
 
+/** A refused login as /healthz, status, the page and the log say it. */
+export const cannotLogIn = (m: Pick<MailboxStatus, 'name' | 'user' | 'host'>, refusal: string) =>
+  `mailbox ${m.name} cannot log in (${m.user} at ${m.host}): ${refusal}`;
+
 /** /healthz reasons: a mailbox whose login is refused cannot take mail. */
 export const mailboxHealth = (statuses: MailboxStatus[]) =>
-  statuses
-    .filter((m) => m.login_refused)
-    .map((m) => `mailbox ${m.name} cannot log in (${m.user} at ${m.host}): ${m.login_refused}`);
+  statuses.flatMap((m) => (m.login_refused ? [cannotLogIn(m, m.login_refused)] : []));
