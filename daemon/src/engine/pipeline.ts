@@ -33,7 +33,7 @@ import {
   NEVER,
   reviewStepOf,
 } from './lifecycle.ts';
-import { spoolWatches } from '../mail/spool.ts';
+import { allWatches } from '../mail/spool.ts';
 import type { Metrics } from '../status/metrics.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { decideReview, ReviewQueue } from '../outputs/review.ts';
@@ -183,7 +183,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     super();
     this.deps = deps;
     this.now = deps.now ?? Date.now;
-    this.watches = new Map([...deps.config.watch, ...spoolWatches(deps.config)].map((w) => [w.path, w]));
+    this.watches = allWatches(deps.config);
     this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
     this.scheduler = new Scheduler({ now: this.now, pump: () => this.pump(), log: deps.log });
     this.run = new RunState({

@@ -93,6 +93,11 @@ ${s.watches
                 (k) =>
                   `<tr><td></td><td colspan="6" class="muted">not taken: ${esc(k.name)} from “${esc(k.subject)}” (${esc(k.from)}): ${esc(k.reason)}</td></tr>`,
               )
+              .join('')}${(m.left?.last ?? [])
+              .map(
+                (k) =>
+                  `<tr><td></td><td colspan="6" class="muted">${esc(m.left!.where)}: “${esc(k.subject)}” (${esc(k.from)}): ${esc(k.reason)}</td></tr>`,
+              )
               .join('')}`,
         )
         .join('')}</tbody></table></section>`

@@ -96,6 +96,8 @@ export function renderStatus(s: CliStatus): string {
     );
     for (const k of m.skipped.slice(0, 3))
       lines.push(`  not taken: ${k.name} from "${k.subject}": ${k.reason}`);
+    for (const k of m.left?.last.slice(0, 3) ?? [])
+      lines.push(`  ${m.left!.where}: "${k.subject}": ${k.reason}`);
   }
   lines.push(
     `Last hour: ${s.throughput.last_hour.processed} processed, ${s.throughput.last_hour.failed} failed`,

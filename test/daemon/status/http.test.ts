@@ -338,6 +338,7 @@ describe('the status page and its API', () => {
           messages: { taken: 1 },
           attachments: 1,
           skipped: [{ subject: evil, from: evil, name: evil, reason: evil }],
+          left: { where: evil, count: 1, last: [{ subject: evil, from: evil, reason: evil }] },
         },
       ],
       service: { reachable: false, since: '2026-01-01T00:00:00.000Z', reason: evil, key_refused: false },
