@@ -176,6 +176,7 @@ async function eachFileOwnsItsRecords(
   const secondFiles = secondReview
     ? [secondReview[0], secondReview[1].original, ...secondReview[1].results]
     : [];
+  expect.soft(secondFiles, "the second's review.json, original and three result files").toHaveLength(5);
   const secondBefore = await snapshot(secondFiles);
   await approveOnPage(daemon, first!.id);
   await until('the first archived', () => daemon.db.get(first!.id)!.state === 'archived', 30_000);
