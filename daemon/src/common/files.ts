@@ -254,11 +254,23 @@ export interface FreeNameOptions {
   linkOf?: string;
   /** A name another file holds here is skipped; the name given is held for `holder` (released by the caller once its file is there). */
   reserve?: { in: Reservations; holder: number };
+  /** Whether a name is free; default: nothing is there. A failed file's name is free only with no failure report beside it either. */
+  free?: (candidate: string) => Promise<boolean>;
 }
+
+/** Nothing is there by that name. */
+export const nothingThere = async (path: string) => !(await exists(path));
+
+/** A failed file's place: neither a file nor a failure report (`<name>.error.json`) there. */
+export const noFailureThere = async (path: string) =>
+  (await nothingThere(path)) && (await nothingThere(`${path}.error.json`));
+
+/** A failure report's place, the file itself gone: no other report there (a file of ours without one may be). */
+export const noReportThere = (path: string) => nothingThere(`${path}.error.json`);
 
 /** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... (FreeNameOptions). */
 export async function freeTarget(dir: string, rel: string, options: FreeNameOptions = {}): Promise<string> {
-  const { linkOf, reserve } = options;
+  const { linkOf, reserve, free = nothingThere } = options;
   const parts = rel.split(/[\\/]/).map((p) => safeFileName(p));
   const wanted = inside(dir, parts.join(sep));
   const ext = extname(wanted);
@@ -268,7 +280,7 @@ export async function freeTarget(dir: string, rel: string, options: FreeNameOpti
     // Held before the await: two searches at the same moment never give out one name.
     const heldBefore = reserve?.in.holderOf(candidate);
     if (reserve && !reserve.in.take(candidate, reserve.holder)) continue;
-    if (!(await exists(candidate))) return candidate;
+    if (await free(candidate)) return candidate;
     if (linkOf !== undefined && (await sameFile(linkOf, candidate))) return candidate;
     if (reserve && heldBefore === undefined) reserve.in.release(candidate, reserve.holder);
   }
@@ -286,10 +298,15 @@ async function sameFile(a: string, b: string): Promise<boolean> {
  * copy that refuses to overwrite, then the delete; rename where links are not supported. Two files
  * given the same name at the same moment (names from the data) both keep theirs. Returns the new path.
  */
-export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
+export async function moveInto(
+  source: string,
+  dir: string,
+  rel: string,
+  free: FreeNameOptions['free'] = nothingThere,
+): Promise<string> {
   let remade = false;
   for (;;) {
-    const target = await freeTarget(dir, rel, { linkOf: source });
+    const target = await freeTarget(dir, rel, { linkOf: source, free });
     const folder = dirname(target);
     await ensureFolder(folder);
     try {

@@ -19,7 +19,7 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import type { ApiSettings, ConfigSlice, WatchConfig } from '../common/config.ts';
-import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
+import { freeTarget, moveInto, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
 import {
   decide,
   describe,
@@ -875,9 +875,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         () => true,
         () => false,
       );
+      // A name with no other file's failure report beside it: each failed file keeps its own.
       const target = there
-        ? await moveInto(row.path, watch.failed_dir, row.rel)
-        : inside(watch.failed_dir, row.rel);
+        ? await moveInto(row.path, watch.failed_dir, row.rel, noFailureThere)
+        : await freeTarget(watch.failed_dir, row.rel, { free: noReportThere });
       const report = {
         file: row.rel,
         status: 'failed',

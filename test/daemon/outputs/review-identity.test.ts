@@ -426,3 +426,46 @@ describe('records two files shared before each file got names of its own', () =>
     },
   );
 });
+
+describe('failed files', () => {
+  it(
+    'two failed files of one name, the second gone before its upload: each keeps its own failure report',
+    { timeout: 120_000 },
+    async () => {
+      world = await makeWorld({ watchYaml: '    retention: { failed_days: 60 }' });
+      // Long enough a wait for stability that the second file is surely removed within it.
+      await writeFile(
+        world.configFile,
+        (await readFile(world.configFile, 'utf8')).replace('stable_ms: 200', 'stable_ms: 3000'),
+      );
+      const daemon = await world.start();
+      const path = await drop(world, 'x.txt', ''); // empty: fails without a request
+      await until('the first failed and reported', () => daemon.db.lastFailed(5)[0]?.finalized === 1, 30_000);
+      await drop(world, 'x.txt', invoice('X-2'));
+      await until('the second recorded', () => daemon.db.current(path)?.state === 'discovered');
+      await rm(path);
+      await until(
+        'both failed and reported',
+        () => daemon.db.lastFailed(5).filter((r) => r.finalized === 1).length === 2,
+        30_000,
+      );
+      const [second, first] = daemon.db.lastFailed(5);
+      const reports = await jsonFiles<{ reason: string }>(join(world.dir, 'failed'), '.error.json');
+      expect
+        .soft([...reports.values()].map((r) => r.reason).sort())
+        .toEqual([first!.reason, second!.reason].sort());
+      for (const row of [first!, second!])
+        expect.soft(reports.get(`${row.path}.error.json`)?.reason, row.path).toBe(row.reason);
+      await daemon.stop();
+      const lines: string[] = [];
+      await prune(world.config(), {
+        dryRun: true,
+        out: (l) => void lines.push(l),
+        now: () => Date.now() + 100 * DAY,
+      });
+      const listed = lines.filter((l) => l.startsWith('would delete '));
+      expect.soft(listed).toHaveLength(3); // the first's original and report, the second's report
+      expect.soft(new Set(listed).size).toBe(listed.length);
+    },
+  );
+});
