@@ -289,7 +289,7 @@ profiles:
     await writeFile(config, 'profiles:\n  acme: { base_url: "not a url", api_key: x }\n');
     const bad = await world.run(['folders', 'list', '--config', config], { key: null });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`${config}:2 profiles.acme.base_url: Invalid URL`);
+    expect(bad.stderr).toContain(`${config}:2 profiles.acme.base_url: must be a URL, e.g. https://api.example.com, not "not a url"`);
     expect(bad.stderr).toContain(`${config}:2 profiles.acme.api_key: unknown key`);
   });
 

@@ -16,6 +16,7 @@ import {
   connectionFrom,
   type ApiSettings,
 } from '../common/api-config.ts';
+import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
 import { ConfigError } from '../common/errors.ts';
 import { readYamlFile } from '../common/yaml.ts';
 
@@ -51,7 +52,7 @@ export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Setti
     if (wanted) throw new ConfigError(`profile "${wanted}" asked for, but there is no config file (${file})`);
     return { api: fromEnv, section: 'profiles.default' };
   }
-  const { data } = readYamlFile(file, CliConfigSchema);
+  const { data } = readYamlFile(file, CliConfigSchema, { meanings: CONFIG_MEANINGS });
   const names = Object.keys(data.profiles);
   const name = wanted ?? data.default_profile ?? (names.includes('default') ? 'default' : undefined);
   if (name === undefined) return { api: fromEnv, section: 'profiles.default', configFile: file };
