@@ -17,7 +17,7 @@ function termsOf(options: Options | undefined, env: NodeJS.ProcessEnv) {
   try {
     return docexTerms(settingsFor(selection, env), env);
   } catch {
-    return docexTerms({ api: {} as never, section: 'profiles.default' }, env);
+    return docexTerms({ api: {} }, env);
   }
 }
 

@@ -73,7 +73,12 @@ export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Setti
  * docex's words for its settings in messages (shared/src/core/hints.ts): DOCEX_API_KEY and
  * DOCEX_BASE_URL, the keys of the profile in use, or where profiles are and --profile to choose one.
  */
-export function docexTerms(settings: Settings, env: NodeJS.ProcessEnv): SettingTerms {
+export function docexTerms(
+  settings: Pick<Settings, 'profile' | 'configFile'> & {
+    api: Pick<ApiSettings, 'base_url' | 'api_key_file'>;
+  },
+  env: NodeJS.ProcessEnv,
+): SettingTerms {
   const file = settings.configFile ?? defaultConfigFile(env);
   const { profile, api } = settings;
   const own = (key: string) => `profiles.${profile}.${key} in ${file}`;
