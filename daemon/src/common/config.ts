@@ -3,20 +3,17 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { resultSettings } from '../outputs/result-settings.ts';
-import { nodeCron } from './lazy.ts';
+import { CONFIG_MEANINGS } from './config-meanings.ts';
+import { cronProblem } from './cron.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { ApiSection, positiveInt } from './api-config.ts';
 import { invalidFile, readYamlFile } from './yaml.ts';
 import { parseNamePattern } from './names.ts';
 
-/** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
+/** Checked when the config is read (common/cron.ts), so `run` never meets a schedule it cannot keep. */
 const cron = z.string().check((ctx) => {
-  if (!nodeCron().validate(ctx.value))
-    ctx.issues.push({
-      code: 'custom',
-      input: ctx.value,
-      message: `"${ctx.value}" is not a valid cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, each in range, e.g. "*/5 * * * *" or "0 2 * * 1-5"`,
-    });
+  const problem = cronProblem(ctx.value);
+  if (problem) ctx.issues.push({ code: 'custom', input: ctx.value, message: problem });
 });
 
 /**
@@ -291,6 +288,7 @@ export function loadConfig(file: string): Config {
   const { data: config, at } = readYamlFile(file, ConfigSchema, {
     invalid: 'invalid config',
     recheck: `docex-sync check --config ${file}`,
+    meanings: CONFIG_MEANINGS,
   });
   const base = dirname(resolve(file));
   const abs = (p: string) => resolve(base, p);

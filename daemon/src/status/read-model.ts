@@ -2,6 +2,8 @@
  * The status read model: what `docex-sync status`, the status page, /api/status and /healthz say,
  * read from the state DB in one place so that they cannot disagree.
  */
+import { HINTS } from '@docex/shared';
+import { syncTerms } from '../common/api-config.ts';
 import type { ConfigSlice } from '../common/config.ts';
 import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
@@ -138,7 +140,7 @@ function diskProblem(source: StatusSource): string | undefined {
 function keyRefusalReason(refusal: { at: number; message: string }) {
   const what = refusal.message.includes('DOCEX_API_KEY')
     ? refusal.message
-    : `${refusal.message}; set DOCEX_API_KEY (or api.api_key_file) to a key this service accepts`;
+    : `${refusal.message}; ${HINTS.keyRefused(syncTerms())}`;
   return `the service refused the API key (${iso(refusal.at)}) and docex-sync run stopped (exit 3): ${what}, then start docex-sync run again (its key check clears this)`;
 }
 

@@ -499,7 +499,15 @@ function parseBody(text: string): unknown {
   }
 }
 
-/** Sizes of the files to upload; a path that is not a readable file is the caller's mistake. */
+/**
+ * An empty file is refused before anything is sent, as docex-sync fails one before uploading it:
+ * the service can extract nothing from it, and would spend a request and a task saying so
+ * (docs/decisions.md, "Empty files").
+ */
+const emptyFile = (operation: string, name: string) =>
+  new DocexInputError(operation, `"${name}" is empty (0 bytes): nothing was sent; give a file with content`);
+
+/** Sizes of the files to upload; a path that is not a readable file, or an empty one, is the caller's mistake. */
 async function fileSizes(
   plan: MultipartPlan,
   operation: string,
@@ -516,8 +524,10 @@ async function fileSizes(
         );
       });
       if (!info.isFile()) throw new DocexInputError(operation, `"${file.path}" is not a file`);
+      if (info.size === 0) throw emptyFile(operation, file.path);
       sizes.set(file, info.size);
     } else {
+      if ('data' in file && file.data.byteLength === 0) throw emptyFile(operation, file.fileName);
       sizes.set(file, 'data' in file ? file.data.byteLength : file.size);
     }
   }
