@@ -1087,6 +1087,16 @@ export class StateDb {
     ).all(ms) as Array<{ state: FileState; updated_at: number }>;
   }
   /**
+   * When the documents waiting for review since `ms` went there. Through files_state (a seek to
+   * state 'review'): it reads the rows waiting for a person, few by nature (the page lists them
+   * too), never the rows at rest, so no index and no migration for it.
+   */
+  reviewSince(ms: number): number[] {
+    return this.st(`SELECT updated_at FROM files WHERE state = 'review' AND updated_at >= ?`)
+      .pluck()
+      .all(ms) as number[];
+  }
+  /**
    * Rows of a watch whose files of `kind` are older than `cutoff` (by the time the DB recorded their
    * move or write) and not settled by retention yet, in id order after `afterId`. Results of a
    * document that another row still within the period shares (the same bytes again) wait for it, as

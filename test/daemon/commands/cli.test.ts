@@ -206,8 +206,12 @@ describe('status and retry', () => {
     const usage = await finished(['retry', '--config', world.configFile]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--all');
-    const one = await finished(['retry', '--config', world.configFile, 'empty-a.*']);
-    expect(one.code).toBe(0);
+    // A name that names no failed file is said and exits 2; the others given are still retried.
+    const one = await finished(['retry', '--config', world.configFile, 'nosuch.pdf', 'empty-a.*']);
+    expect(one.code).toBe(2);
+    expect(one.stderr).toBe(
+      'docex-sync retry: nosuch.pdf: no failed file has this name, path or pattern (docex-sync status lists them)\n',
+    );
     expect(one.stdout).toContain('1 failed file(s) re-queued.');
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['empty-a.txt']);
     const again = JSON.parse((await finished(['status', '--config', world.configFile, '--json'])).stdout);
