@@ -22,7 +22,10 @@ export interface Platform {
   /** The Debian architecture, for the platforms a .deb is made from. */
   debArch?: 'amd64' | 'arm64';
   /** What the binaries' headers say (test/e2e/release.test.ts reads them). */
-  format: { kind: 'elf'; machine: 'x86-64' | 'aarch64' } | { kind: 'mach-o'; cpu: 'arm64' } | { kind: 'pe'; machine: 'x86-64' };
+  format:
+    | { kind: 'elf'; machine: 'x86-64' | 'aarch64' }
+    | { kind: 'mach-o'; cpu: 'arm64' }
+    | { kind: 'pe'; machine: 'x86-64' };
 }
 
 /**
@@ -87,7 +90,9 @@ export const PLATFORMS: readonly Platform[] = [
 export const platform = (name: string): Platform => {
   const found = PLATFORMS.find((p) => p.name === name);
   if (!found)
-    throw new Error(`release: unknown platform "${name}" (known: ${PLATFORMS.map((p) => p.name).join(', ')})`);
+    throw new Error(
+      `release: unknown platform "${name}" (known: ${PLATFORMS.map((p) => p.name).join(', ')})`,
+    );
   return found;
 };
 
@@ -175,7 +180,8 @@ export function packagedConfig(example: string): string {
     if (top) section = top[1]!;
     else if (line !== '' && !/^[\s#]/.test(line)) section = '';
     if (PACKAGED_CONFIG_COMMENTED.includes(section) && line !== '') return `# ${line}`;
-    if (section === 'api' && /^\s+base_url:/.test(line)) return line.replace(/^(\s+)base_url:/, '$1# base_url:');
+    if (section === 'api' && /^\s+base_url:/.test(line))
+      return line.replace(/^(\s+)base_url:/, '$1# base_url:');
     return line;
   });
   return [...header, ...lines].join('\n');
@@ -339,7 +345,9 @@ export const debChangelog = (version: string, date: string) => `docex-sync (${ve
 `;
 
 /** The package's copyright file: docex-sync's licence, and where the others are. */
-export const debCopyright = (license: string) => `docex-sync, packaged by its authors (https://github.com/docex/docex).
+export const debCopyright = (
+  license: string,
+) => `docex-sync, packaged by its authors (https://github.com/docex/docex).
 
 Copyright (c) docex
 

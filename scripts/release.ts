@@ -75,9 +75,13 @@ async function nodeTarball(p: Platform): Promise<string> {
     await mkdir(cache, { recursive: true });
     const scratch = await mkdtemp(join(cache, '.download-'));
     console.error(`release: fetching ${p.nodePackage}@${p.nodeVersion} from the npm registry (once)`);
-    execFileSync('npm', ['pack', '--silent', '--pack-destination', scratch, `${p.nodePackage}@${p.nodeVersion}`], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    execFileSync(
+      'npm',
+      ['pack', '--silent', '--pack-destination', scratch, `${p.nodePackage}@${p.nodeVersion}`],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
     const [got] = await readdir(scratch);
     if (!got) throw new Error(`release: npm pack ${p.nodePackage}@${p.nodeVersion} wrote nothing`);
     await rename(join(scratch, got), file);
@@ -154,7 +158,9 @@ async function thirdPartyLicenses(): Promise<string> {
   for (const [name, pkg] of [...seen].sort(([a], [b]) => a.localeCompare(b))) {
     const dir = join(repo, 'node_modules', name);
     const file = (await readdir(dir)).find((f) => /^(licen[cs]e|copying)/i.test(f));
-    const text = file ? (await readFile(join(dir, file), 'utf8')).trim() : `(no licence file; package.json says ${pkg.license})`;
+    const text = file
+      ? (await readFile(join(dir, file), 'utf8')).trim()
+      : `(no licence file; package.json says ${pkg.license})`;
     sections.push(`${name} ${pkg.version} (${pkg.license ?? 'see below'})\n\n${text}`);
   }
   return `Third-party software in docex-sync, with its licences. Node.js and what it includes: node/LICENSE.\n\n${sections.join(`\n\n${'-'.repeat(72)}\n\n`)}\n`;
@@ -173,7 +179,10 @@ async function stage(p: Platform, into: string, shared: { licenses: string; vers
     for (const f of (await readdir(join(app, dir))).filter((n) => n.endsWith('.js'))) {
       const code = await readFile(join(app, dir, f), 'utf8');
       if (code.startsWith('#!'))
-        await writeFile(join(app, dir, f), code.replace(/^#![^\n]*/, '// started by bin/ of the release, with the Node inside'));
+        await writeFile(
+          join(app, dir, f),
+          code.replace(/^#![^\n]*/, '// started by bin/ of the release, with the Node inside'),
+        );
       await chmod(join(app, dir, f), 0o644);
     }
   for (const name of await runtimePackages()) {
@@ -185,7 +194,9 @@ async function stage(p: Platform, into: string, shared: { licenses: string; vers
     }
   }
   if (!existsSync(join(app, 'node_modules/better-sqlite3/prebuilds', `${p.sqlitePrebuild}.node`)))
-    throw new Error(`release: better-sqlite3 has no prebuilt addon for ${p.name} (prebuilds/${p.sqlitePrebuild}.node)`);
+    throw new Error(
+      `release: better-sqlite3 has no prebuilt addon for ${p.name} (prebuilds/${p.sqlitePrebuild}.node)`,
+    );
 
   // Node: the binary and its licence; not its headers, man page or debugger scripts.
   const tarball = await nodeTarball(p);
@@ -232,7 +243,7 @@ const readme = (p: Platform, version: string) =>
     `docex-sync ${version} for ${p.name}, with Node.js ${p.nodeVersion} inside (node/): it needs no Node.js on the machine.`,
     '',
     p.archive === 'zip'
-      ? 'Run bin\\docex-sync.cmd and bin\\docex.cmd (or add this folder\'s bin to PATH).'
+      ? "Run bin\\docex-sync.cmd and bin\\docex.cmd (or add this folder's bin to PATH)."
       : 'Run bin/docex-sync and bin/docex, e.g. after: ln -s "$PWD/bin/docex-sync" "$PWD/bin/docex" /usr/local/bin/',
     '',
     '  docex-sync --version',
@@ -269,7 +280,13 @@ async function zip(dir: string, out: string, level: number) {
 }
 
 /** The Debian package from a Linux platform's staged folder (dpkg-deb; nothing fetched). */
-async function debian(p: Platform, staged: string, version: string, out: string, fast: boolean): Promise<string> {
+async function debian(
+  p: Platform,
+  staged: string,
+  version: string,
+  out: string,
+  fast: boolean,
+): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'docex-deb-'));
   try {
     await cp(staged, join(root, DEB.prefix), { recursive: true, verbatimSymlinks: true });
@@ -288,7 +305,12 @@ async function debian(p: Platform, staged: string, version: string, out: string,
     const doc = join(root, 'usr/share/doc', DEB.name);
     await mkdir(doc, { recursive: true });
     await writeFile(join(doc, 'copyright'), debCopyright(MIT_LICENSE));
-    await writeFile(join(doc, 'changelog.gz'), execFileSync('gzip', ['-9n'], { input: debChangelog(version, EPOCH.toUTCString().replace('GMT', '+0000')) }));
+    await writeFile(
+      join(doc, 'changelog.gz'),
+      execFileSync('gzip', ['-9n'], {
+        input: debChangelog(version, EPOCH.toUTCString().replace('GMT', '+0000')),
+      }),
+    );
     await mkdir(join(root, 'usr/share/lintian/overrides'), { recursive: true });
     await writeFile(join(root, 'usr/share/lintian/overrides', DEB.name), LINTIAN_OVERRIDES);
 
@@ -312,12 +334,21 @@ async function debian(p: Platform, staged: string, version: string, out: string,
     ] as const)
       await writeFile(join(root, 'DEBIAN', name), text, { mode: 0o755 });
     // Directories 0755 and files 0644 as dpkg and lintian expect (the tree came from a umask'd copy).
-    execFileSync('sh', ['-c', 'find "$1" -type d -exec chmod 0755 {} + && chmod 0644 "$1"/DEBIAN/control "$1"/DEBIAN/conffiles "$1"/DEBIAN/md5sums', 'sh', root]);
+    execFileSync('sh', [
+      '-c',
+      'find "$1" -type d -exec chmod 0755 {} + && chmod 0644 "$1"/DEBIAN/control "$1"/DEBIAN/conffiles "$1"/DEBIAN/md5sums',
+      'sh',
+      root,
+    ]);
     const file = join(out, `${DEB.name}_${version}_${p.debArch}.deb`);
-    execFileSync('dpkg-deb', ['--root-owner-group', ...(fast ? ['-Zgzip', '-z1'] : ['-Zxz']), '--build', root, file], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, SOURCE_DATE_EPOCH: String(EPOCH.getTime() / 1000) },
-    });
+    execFileSync(
+      'dpkg-deb',
+      ['--root-owner-group', ...(fast ? ['-Zgzip', '-z1'] : ['-Zxz']), '--build', root, file],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, SOURCE_DATE_EPOCH: String(EPOCH.getTime() / 1000) },
+      },
+    );
     return file;
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -336,13 +367,24 @@ export interface ReleaseResult {
  * what is inside and run it, and not its size: on a busy 2-core machine the best compression of
  * six Node binaries takes many minutes (gzip -9 of one: ~3 min, for 0.6 % less than gzip -6).
  */
-export async function release(options: { platforms?: string[]; out?: string; deb?: boolean; build?: boolean; fast?: boolean }) {
+export async function release(options: {
+  platforms?: string[];
+  out?: string;
+  deb?: boolean;
+  build?: boolean;
+  fast?: boolean;
+}) {
   const level = options.fast ? 1 : 9;
   const chosen = (options.platforms ?? PLATFORMS.map((p) => p.name)).map(platform);
   const out = options.out ?? join(repo, 'release');
-  const { version } = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as {
+    version: string;
+  };
   if (options.build !== false)
-    execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'daemon'], { cwd: repo, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'daemon'], {
+      cwd: repo,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   const licenses = await thirdPartyLicenses();

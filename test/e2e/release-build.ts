@@ -30,10 +30,14 @@ const INPUTS = [
 ];
 
 function inputsHash(): string {
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...INPUTS], {
-    cwd: repo,
-    encoding: 'utf8',
-  })
+  const files = execFileSync(
+    'git',
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...INPUTS],
+    {
+      cwd: repo,
+      encoding: 'utf8',
+    },
+  )
     .split('\0')
     .filter(Boolean)
     .sort();
@@ -75,10 +79,13 @@ export function releaseOnce(): Promise<Release> {
       await rm(dir, { recursive: true, force: true });
       await rename(scratch, dir);
     }
-    const { version } = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(await readFile(join(repo, 'daemon/package.json'), 'utf8')) as {
+      version: string;
+    };
     const sizes: Record<string, number> = {};
     for (const name of await readdir(dir))
-      if (!name.startsWith('.') && name !== 'SHA256SUMS') sizes[name] = (await import('node:fs')).statSync(join(dir, name)).size;
+      if (!name.startsWith('.') && name !== 'SHA256SUMS')
+        sizes[name] = (await import('node:fs')).statSync(join(dir, name)).size;
     return { dir, version, sizes, file: (name: string) => join(dir, name) };
   })();
   return made;

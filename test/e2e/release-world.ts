@@ -69,7 +69,11 @@ export interface Ran {
 }
 
 /** Runs a command to its end without blocking this process (the emulator answers from it). */
-export function runToEnd(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}) {
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+) {
   return new Promise<Ran>((resolve, reject) => {
     const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -108,7 +112,9 @@ export async function dropAndAwait(hostBase: string, name: string, number: strin
     async () => (await readdir(join(hostBase, 'processed')).catch((): string[] => [])).includes(name),
     120_000,
   );
-  const json = (await readdir(join(hostBase, 'results'))).find((f) => f.startsWith(name.replace(/\.[^.]+$/, '')) && f.endsWith('.json'));
+  const json = (await readdir(join(hostBase, 'results'))).find(
+    (f) => f.startsWith(name.replace(/\.[^.]+$/, '')) && f.endsWith('.json'),
+  );
   if (!json) throw new Error(`no result JSON for ${name} in ${hostBase}/results`);
   return JSON.parse(await readFile(join(hostBase, 'results', json), 'utf8')) as { document: unknown };
 }

@@ -84,7 +84,11 @@ function headerOf(bytes: Buffer): string {
   return 'unknown';
 }
 const expectedHeader = (p: Platform) =>
-  p.format.kind === 'elf' ? `elf:${p.format.machine}` : p.format.kind === 'mach-o' ? `mach-o:${p.format.cpu}` : `pe:${p.format.machine}`;
+  p.format.kind === 'elf'
+    ? `elf:${p.format.machine}`
+    : p.format.kind === 'mach-o'
+      ? `mach-o:${p.format.cpu}`
+      : `pe:${p.format.machine}`;
 
 describe('the release', () => {
   it('has an archive for every platform and SHA256SUMS that verify', () => {
@@ -99,7 +103,8 @@ describe('the release', () => {
     async (_name, p) => {
       const top = await unpack(p);
       const files = await filesUnder(top);
-      const launchers = p.archive === 'zip' ? ['bin/docex-sync.cmd', 'bin/docex.cmd'] : ['bin/docex-sync', 'bin/docex'];
+      const launchers =
+        p.archive === 'zip' ? ['bin/docex-sync.cmd', 'bin/docex.cmd'] : ['bin/docex-sync', 'bin/docex'];
       for (const f of [
         ...launchers,
         p.nodeInArchive,
@@ -120,31 +125,46 @@ describe('the release', () => {
         `${APP_DIR}/node_modules/better-sqlite3/prebuilds/${p.sqlitePrebuild}.node`,
       ]);
       expect(headerOf(await readFile(join(top, p.nodeInArchive)))).toBe(expectedHeader(p));
-      expect(headerOf(await readFile(join(top, `${APP_DIR}/node_modules/better-sqlite3/prebuilds/${p.sqlitePrebuild}.node`)))).toBe(
-        expectedHeader(p),
-      );
+      expect(
+        headerOf(
+          await readFile(
+            join(top, `${APP_DIR}/node_modules/better-sqlite3/prebuilds/${p.sqlitePrebuild}.node`),
+          ),
+        ),
+      ).toBe(expectedHeader(p));
       // Node's own version string is in its binary; the one pinned for the platform.
       expect((await readFile(join(top, p.nodeInArchive))).includes(`v${p.nodeVersion}`)).toBe(true);
       expect(p.nodeVersion.split('.')[0]).toBe('24');
-      expect(files.filter((f) => /\.map$|\.d\.[cm]?ts$|^node\/include\/|\.gyp$|\.(c|cc|cpp|h)$/.test(f))).toEqual([]);
+      expect(
+        files.filter((f) => /\.map$|\.d\.[cm]?ts$|^node\/include\/|\.gyp$|\.(c|cc|cpp|h)$/.test(f)),
+      ).toEqual([]);
       expect(files.filter((f) => f.includes('node-addon-api'))).toEqual([]);
       const launcher = await readFile(join(top, launchers[0]!), 'utf8');
       if (p.archive === 'zip') expect(launcher).toContain('%~dp0..\\node\\node.exe');
       else expect(launcher).toContain('exec "$root/node/bin/node"');
-      expect(await readFile(join(top, 'THIRD-PARTY-LICENSES.txt'), 'utf8')).toMatch(/better-sqlite3 [\d.]+ \(MIT\)/);
+      expect(await readFile(join(top, 'THIRD-PARTY-LICENSES.txt'), 'utf8')).toMatch(
+        /better-sqlite3 [\d.]+ \(MIT\)/,
+      );
     },
   );
 });
 
 const systemNode = ['/usr/bin/node'].find(
-  (p) => existsSync(p) && Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 22,
+  (p) =>
+    existsSync(p) &&
+    Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 22,
 );
 
 describe.each([
   ['PATH with only the system Node 20 (/usr/bin)', 'system-node'],
   ['no node on PATH at all', 'no-node'],
 ] as const)('the linux-x64 archive unpacked, %s', (_title, kind) => {
-  const skip = process.platform !== 'linux' || process.arch !== 'x64' ? 'this machine is not linux-x64' : kind === 'system-node' && !systemNode ? 'no Node older than 22 in /usr/bin' : undefined;
+  const skip =
+    process.platform !== 'linux' || process.arch !== 'x64'
+      ? 'this machine is not linux-x64'
+      : kind === 'system-node' && !systemNode
+        ? 'no Node older than 22 in /usr/bin'
+        : undefined;
   if (skip) console.log(`skipped (${kind}): ${skip}`);
 
   let bin: string;
@@ -158,7 +178,11 @@ describe.each([
       // Only the tools the launcher calls (sh by its #!): no node anywhere on PATH.
       path = join(scratch, 'no-node-bin');
       await mkdir(path, { recursive: true });
-      for (const tool of ['readlink', 'dirname']) await symlink(execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(path, tool)).catch(() => {});
+      for (const tool of ['readlink', 'dirname'])
+        await symlink(
+          execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(),
+          join(path, tool),
+        ).catch(() => {});
     }
     env = { PATH: path, HOME: scratch, DOCEX_API_KEY: KEY, DOCEX_BASE_URL: service.emulator.url };
     const which = spawnSync('sh', ['-c', 'command -v node && node --version'], { env, encoding: 'utf8' });
@@ -166,46 +190,54 @@ describe.each([
     else expect(which.stdout).toMatch(/^\/usr\/bin\/node\nv20\./);
   });
 
-  it.skipIf(skip)('answers --version (both commands), with the Node inside, never the one on PATH', async () => {
-    const version = await runToEnd(join(bin, 'docex-sync'), ['--version'], { env });
-    console.log(`$ docex-sync --version   (${kind})\n${version.stdout}${version.stderr}`);
-    expect(version).toEqual({ status: 0, stdout: `docex-sync ${release.version}\n`, stderr: '' });
-    expect((await runToEnd(join(bin, 'docex'), ['--version'], { env })).stdout).toBe(`docex ${release.version}\n`);
-    // A command that loads the bundle and the native addon, through a symlink as /usr/bin's.
-    await symlink(join(bin, 'docex-sync'), join(scratch, `linked-${kind}`));
-    const help = await runToEnd(join(scratch, `linked-${kind}`), ['status', '--help'], { env });
-    expect(help.status, help.stderr).toBe(0);
-  });
+  it.skipIf(skip)(
+    'answers --version (both commands), with the Node inside, never the one on PATH',
+    async () => {
+      const version = await runToEnd(join(bin, 'docex-sync'), ['--version'], { env });
+      console.log(`$ docex-sync --version   (${kind})\n${version.stdout}${version.stderr}`);
+      expect(version).toEqual({ status: 0, stdout: `docex-sync ${release.version}\n`, stderr: '' });
+      expect((await runToEnd(join(bin, 'docex'), ['--version'], { env })).stdout).toBe(
+        `docex ${release.version}\n`,
+      );
+      // A command that loads the bundle and the native addon, through a symlink as /usr/bin's.
+      await symlink(join(bin, 'docex-sync'), join(scratch, `linked-${kind}`));
+      const help = await runToEnd(join(scratch, `linked-${kind}`), ['status', '--help'], { env });
+      expect(help.status, help.stderr).toBe(0);
+    },
+  );
 
-  it.skipIf(skip)('checks the config against the emulator, processes a dropped file and serves the status page', async () => {
-    const base = join(scratch, `ops-${kind}`);
-    await makeFolders(base);
-    const port = await freePort();
-    const config = join(base, 'docex-sync.yaml');
-    await writeFile(config, watchConfig(base, service.templateId, [`http: { port: ${port} }`]));
+  it.skipIf(skip)(
+    'checks the config against the emulator, processes a dropped file and serves the status page',
+    async () => {
+      const base = join(scratch, `ops-${kind}`);
+      await makeFolders(base);
+      const port = await freePort();
+      const config = join(base, 'docex-sync.yaml');
+      await writeFile(config, watchConfig(base, service.templateId, [`http: { port: ${port} }`]));
 
-    const check = await runToEnd(join(bin, 'docex-sync'), ['check', '--config', config], { env });
-    console.log(`$ docex-sync check --config docex-sync.yaml   (${kind})\n${check.stdout}${check.stderr}`);
-    expect(check.status, check.stderr).toBe(0);
-    expect(check.stdout).toContain('the API key is accepted');
+      const check = await runToEnd(join(bin, 'docex-sync'), ['check', '--config', config], { env });
+      console.log(`$ docex-sync check --config docex-sync.yaml   (${kind})\n${check.stdout}${check.stderr}`);
+      expect(check.status, check.stderr).toBe(0);
+      expect(check.stdout).toContain('the API key is accepted');
 
-    const daemon = start(join(bin, 'docex-sync'), ['run', '--config', config], { env });
-    try {
-      const result = await dropAndAwait(base, 'scan-001.txt', `REL-${kind}`, daemon);
-      expect(JSON.stringify(result.document)).toContain(`REL-${kind}`);
-      const page = await fetch(`http://127.0.0.1:${port}/`);
-      expect(page.status).toBe(200);
-      expect(await page.text()).toMatch(/^<!doctype html>/);
-      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
-      const answer = (await health.json()) as { status: string; files: unknown };
-      console.log(`GET /healthz (${kind}): ${health.status} ${JSON.stringify(answer)}`);
-      expect(health.status).toBe(200);
-      expect(answer.status).toBe('ok');
-      expect(JSON.stringify(answer.files)).toMatch(/[1-9]/);
-    } finally {
-      daemon.child.kill('SIGTERM');
-    }
-    expect(await daemon.exited, daemon.stderr()).toBe(0);
-    expect(daemon.stderr()).not.toContain(KEY);
-  });
+      const daemon = start(join(bin, 'docex-sync'), ['run', '--config', config], { env });
+      try {
+        const result = await dropAndAwait(base, 'scan-001.txt', `REL-${kind}`, daemon);
+        expect(JSON.stringify(result.document)).toContain(`REL-${kind}`);
+        const page = await fetch(`http://127.0.0.1:${port}/`);
+        expect(page.status).toBe(200);
+        expect(await page.text()).toMatch(/^<!doctype html>/);
+        const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+        const answer = (await health.json()) as { status: string; files: unknown };
+        console.log(`GET /healthz (${kind}): ${health.status} ${JSON.stringify(answer)}`);
+        expect(health.status).toBe(200);
+        expect(answer.status).toBe('ok');
+        expect(JSON.stringify(answer.files)).toMatch(/[1-9]/);
+      } finally {
+        daemon.child.kill('SIGTERM');
+      }
+      expect(await daemon.exited, daemon.stderr()).toBe(0);
+      expect(daemon.stderr()).not.toContain(KEY);
+    },
+  );
 });
