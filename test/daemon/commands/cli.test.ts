@@ -307,14 +307,16 @@ describe('running it as a service', () => {
       expect(compose).toContain(`:${mount}`);
     const unit = await readFile(join(repo, 'examples/docex-sync.service'), 'utf8');
     expect(unit).toMatch(/^Restart=on-failure$/m);
-    expect(unit).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+    expect(unit).toMatch(/^ExecReload=\/bin\/sh -c 'kill -HUP "\$MAINPID"'$/m);
     const dockerfile = await readFile(join(repo, 'examples/Dockerfile'), 'utf8');
     // Built and run for real in test/e2e/container.test.ts.
     expect(dockerfile).toMatch(/^ARG BASE=/m);
     expect(dockerfile).toMatch(/^COPY release\/docex-sync-\*-linux-\*\.tar\.gz /m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n\s+CMD .*127\.0\.0\.1:9464\/healthz/m);
     // The context holds the Linux archives and nothing else (no sources, state DBs, .env).
-    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8')).split('\n').filter((l) => l && !l.startsWith('#'));
+    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8'))
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
     expect(ignored).toEqual(['*', '!release/docex-sync-*-linux-*.tar.gz']);
   });
 });
