@@ -4,6 +4,7 @@
  * until a dropped file is processed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -105,16 +106,47 @@ export function start(
 }
 
 /** Drops a file into `<hostBase>/inbox` and waits until it is in processed/ with its result written. */
-export async function dropAndAwait(hostBase: string, name: string, number: string, running?: Running) {
+export async function dropAndAwait(
+  hostBase: string,
+  name: string,
+  number: string,
+  running?: Running,
+  results = join(hostBase, 'results'),
+) {
   await writeFile(join(hostBase, 'inbox', name), `Invoice number: ${number}\n`);
   await until(
     `${name} processed${running ? ` (output so far: ${running.stderr().slice(-2000)})` : ''}`,
     async () => (await readdir(join(hostBase, 'processed')).catch((): string[] => [])).includes(name),
     120_000,
   );
-  const json = (await readdir(join(hostBase, 'results'))).find(
+  const json = (await readdir(results)).find(
     (f) => f.startsWith(name.replace(/\.[^.]+$/, '')) && f.endsWith('.json'),
   );
-  if (!json) throw new Error(`no result JSON for ${name} in ${hostBase}/results`);
-  return JSON.parse(await readFile(join(hostBase, 'results', json), 'utf8')) as { document: unknown };
+  if (!json) throw new Error(`no result JSON for ${name} in ${results}`);
+  return JSON.parse(await readFile(join(results, json), 'utf8')) as { document: unknown };
+}
+
+/**
+ * Sends `signal` to the node processes of a process group (started with `detached`), not to the
+ * group: a wrapper between (chroot's runuser, `buildah run`) ends its child by itself when it is
+ * signalled (buildah with SIGKILL), where the daemon must get SIGTERM to stop cleanly. The daemon's
+ * exit code then comes back through the wrapper.
+ */
+export function signalNodeIn(pgid: number, signal: NodeJS.Signals): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid pgrp ...: comm may hold spaces, so read after its closing parenthesis.
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp === pgid && comm === 'node') pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  if (pids.length === 0) throw new Error(`no node process in process group ${pgid}`);
+  for (const pid of pids) process.kill(pid, signal);
+  return pids;
 }
