@@ -52,7 +52,12 @@ describe('examples/compose.yaml and examples/Dockerfile', () => {
   const service = compose.services['docex-sync']!;
   // The container's path of a volume: after the last colon but a mode (`:ro`), since the host part
   // may hold one too (`${DOCEX_INBOX:-./inbox}:/data/inbox`).
-  const targets = service.volumes.map((v) => v.split(':').filter((p) => p !== 'ro' && p !== 'rw').at(-1)!);
+  const targets = service.volumes.map((v) =>
+    v
+      .split(':')
+      .filter((p) => p !== 'ro' && p !== 'rw')
+      .at(-1)!,
+  );
 
   it('builds the Dockerfile from the checkout, where release/ is', () => {
     expect(join(repo, 'examples', service.build.context)).toBe(repo);
