@@ -299,7 +299,7 @@ describe('SIGHUP', () => {
 
 describe('running it as a service', () => {
   const repo = join(import.meta.dirname, '../../..');
-  it('the compose config is valid; the unit restarts on failure and reloads with SIGHUP; the image builds from npm pack with a health check', async () => {
+  it('the compose config is valid; the unit restarts on failure and reloads with SIGHUP; the image builds from the release archive with a health check', async () => {
     const config = loadConfig(join(repo, 'examples/docex-sync.compose.yaml'));
     expect(config.http?.port).toBe(9464);
     const compose = await readFile(join(repo, 'examples/compose.yaml'), 'utf8');
@@ -313,13 +313,16 @@ describe('running it as a service', () => {
       expect(compose).toContain(`:${mount}`);
     const unit = await readFile(join(repo, 'examples/docex-sync.service'), 'utf8');
     expect(unit).toMatch(/^Restart=on-failure$/m);
-    expect(unit).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+    expect(unit).toMatch(/^ExecReload=\/bin\/sh -c 'kill -HUP "\$MAINPID"'$/m);
     const dockerfile = await readFile(join(repo, 'examples/Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/cd daemon && npm pack /);
-    expect(dockerfile).not.toMatch(/npm pack[^\n]*--ignore-scripts/);
+    // Built and run for real in test/e2e/container.test.ts.
+    expect(dockerfile).toMatch(/^ARG BASE=/m);
+    expect(dockerfile).toMatch(/^COPY release\/docex-sync-\*-linux-\*\.tar\.gz /m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n\s+CMD .*127\.0\.0\.1:9464\/healthz/m);
-    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8')).split('\n');
-    for (const entry of ['node_modules', 'dist', 'daemon/dist', '*.tgz', '.env'])
-      expect(ignored).toContain(entry);
+    // The context holds the Linux archives and nothing else (no sources, state DBs, .env).
+    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8'))
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
+    expect(ignored).toEqual(['*', '!release/docex-sync-*-linux-*.tar.gz']);
   });
 });
