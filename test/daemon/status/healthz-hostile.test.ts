@@ -135,8 +135,9 @@ describe('/healthz under hostile answers', () => {
     );
     expect(lines).toBeDefined(); // the 15 MiB answer's results were written
     expect(missed).toEqual([]);
-    // The 100 MB answers are refused at 16 MiB; the 15 MiB one is read and written out piece by piece.
-    expect(grown).toBeLessThan(400);
+    // The 100 MB answers are refused at 16 MiB; the two 15 MiB ones are parsed and written out piece
+    // by piece: the run grew by 170-245 MB (it grew by 520-600 MB when each was handled at once).
+    expect(grown).toBeLessThan(350);
     expect(exit).toBe(0);
   }, 240_000);
 });
