@@ -125,18 +125,27 @@ export function tempSuffix(): string {
   return lastTempNumber.toString(16).padStart(8, '0');
 }
 
+/** Text written as it is made (a large document's results): each piece written before the next is made. */
+export type Pieces = AsyncIterable<string>;
+
 /**
  * Writes through a temp file, flushed to disk, and a rename: a reader never sees half a file, and
- * after a power loss the file is either the old one or the whole new one.
+ * after a power loss the file is either the old one or the whole new one. `data` may come in
+ * pieces, written in turn: a large file is never held whole in memory, nor made in one go.
  */
-export async function writeAtomic(path: string, data: string | Uint8Array) {
+export async function writeAtomic(path: string, data: string | Uint8Array | Pieces) {
   const dir = dirname(path);
   await ensureFolder(dir);
   const temp = join(dir, `.${basename(path)}.${tempSuffix()}.tmp`);
   try {
     const file = await open(temp, 'wx');
     try {
-      await file.writeFile(data);
+      if (typeof data === 'string' || data instanceof Uint8Array) await file.writeFile(data);
+      else
+        for await (const piece of data) {
+          const bytes = Buffer.from(piece);
+          for (let at = 0; at < bytes.length;) at += (await file.write(bytes, at)).bytesWritten;
+        }
       await file.datasync();
     } finally {
       await file.close();

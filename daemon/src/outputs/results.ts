@@ -3,20 +3,21 @@
  * a daily running CSV per watched folder (one row per document). Columns follow the template's field
  * order; every path is resolved inside the watch's output folder (names from the server never decide).
  */
-import { stringify } from 'csv-stringify/sync';
 import { open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   generalFieldsOf,
-  lineItemsOf,
+  lineItemTable,
   safeFileName,
   type DocexClient,
   type DocumentData,
   type TaskResult,
 } from '@docex/shared';
+import { jsonInSlices, parseJsonInSlices } from '@docex/shared/node';
 import { crashPoint } from '../common/crash-point.ts';
-import { inside, nthName, Reservations, syncFolder, writeAtomic } from '../common/files.ts';
+import { inside, nthName, Reservations, syncFolder, writeAtomic, type Pieces } from '../common/files.ts';
 import type { MailSource } from '../store/state.ts';
 
 /** The template's fields in display order, and how it writes numbers. */
@@ -107,12 +108,27 @@ const cellOf = (v: unknown, dialect: CsvDialect): string => {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 };
 
+/** Cells quoted in a CSV (RFC 4180): those holding the delimiter, a quote or a line break. */
+const MUST_QUOTE = { ',': /[",\r\n]/, ';': /[";\r\n]/ } as const;
+
+/**
+ * Rows as CSV text, a line break after each: cells quoted where RFC 4180 needs it, quotes doubled.
+ * What csv-stringify wrote (test/daemon/outputs/csv.test.ts), at a tenth of its CPU per cell, which
+ * counts for a document of 200,000 lines; and a lone carriage return is quoted too (csv-stringify
+ * left it bare, which a reader, ours included, takes for a line break).
+ */
 function csv(rows: unknown[][], dialect: CsvDialect, header = true): string {
-  const text = stringify(
-    rows.map((r) => r.map((v) => cellOf(v, dialect))),
-    { delimiter: dialect.delimiter, record_delimiter: '\n' },
-  );
-  return dialect.bom && header ? `\uFEFF${text}` : text;
+  const mustQuote = MUST_QUOTE[dialect.delimiter];
+  let text = dialect.bom && header ? '\uFEFF' : '';
+  for (const row of rows) {
+    for (let j = 0; j < row.length; j++) {
+      const cell = cellOf(row[j], dialect);
+      if (j > 0) text += dialect.delimiter;
+      text += mustQuote.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+    }
+    text += '\n';
+  }
+  return text;
 }
 
 export interface Fraud {
@@ -160,16 +176,40 @@ export function generalCsv(
   return csv([header, row], dialect);
 }
 
-export function linesCsv(data: DocumentData, layout?: TemplateLayout, dialect = STANDARD_CSV): string {
-  const items = lineItemsOf(data);
-  const names = orderColumns(layout?.line, [...new Set(items.flatMap((i) => Object.keys(i)))]);
+/**
+ * Cells of the line items CSV made between two turns of the event loop: a few ms of work. A document
+ * may have 200,000 lines; made at once, their CSV held the daemon's event loop for seconds.
+ */
+const CELLS_PER_PIECE = 10_000;
+
+/** The line items CSV, in pieces of about CELLS_PER_PIECE cells, the event loop running between them. */
+export async function* linesCsv(
+  data: DocumentData,
+  layout?: TemplateLayout,
+  dialect = STANDARD_CSV,
+): AsyncGenerator<string> {
+  const table = lineItemTable(data);
+  const names = orderColumns(layout?.line, table.names);
   const header = ['document_id', 'line', ...names.flatMap((n) => [n, `${n} (confidence)`])];
-  const rows = items.map((item, i) => [
-    data.document_id,
-    i + 1,
-    ...names.flatMap((n) => [item[n]?.value, item[n]?.confidence]),
-  ]);
-  return csv([header, ...rows], dialect);
+  let rows: unknown[][] = [header];
+  let first = true;
+  for (let i = 0; i < table.count; i++) {
+    const item = table.line(i);
+    rows.push([data.document_id, i + 1, ...names.flatMap((n) => [item[n]?.value, item[n]?.confidence])]);
+    if (rows.length * header.length >= CELLS_PER_PIECE) {
+      yield csv(rows, dialect, first);
+      first = false;
+      rows = [];
+      await nextTurn();
+    }
+  }
+  if (rows.length > 0) yield csv(rows, dialect, first);
+}
+
+/** A result JSON as written: indented, a newline at the end; in pieces (jsonInSlices). */
+async function* jsonFile(value: unknown): Pieces {
+  yield* jsonInSlices(value, 2);
+  yield '\n';
 }
 
 /** The base of result file names: the source file's name (made safe) and the document id. */
@@ -228,7 +268,7 @@ export const jsonResultPath = (
 
 export async function readResultJson(path: string): Promise<ResultJson | undefined> {
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as ResultJson;
+    return (await parseJsonInSlices(await readFile(path))) as ResultJson;
   } catch {
     return undefined;
   }
@@ -264,7 +304,7 @@ export class ResultWriter {
     const base = ctx.base ?? resultBase(ctx.sourceName, data.document_id);
     const writtenAt = new Date(this.now());
     const written: string[] = [];
-    const put = async (name: string, content: string) => {
+    const put = async (name: string, content: string | Pieces) => {
       const path = inside(target.output, name);
       await writeAtomic(path, content);
       return path;
@@ -316,7 +356,7 @@ export class ResultWriter {
         ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
         ...(ctx.message ? { message: ctx.message } : {}),
       };
-      written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
+      written.push(await put(`${base}.json`, jsonFile(json)));
     }
     // The folder entries too, before the original can be archived: after a power loss the results
     // of an archived file are there (one folder fsync per group of documents, syncFolder).
@@ -377,7 +417,7 @@ export class ResultWriter {
     const path = jsonResultPath(target.output, sourceName, documentId, base);
     const json = await readResultJson(path);
     if (!json || json.archived_to === archivedTo) return;
-    await writeAtomic(path, `${JSON.stringify({ ...json, archived_to: archivedTo }, null, 2)}\n`);
+    await writeAtomic(path, jsonFile({ ...json, archived_to: archivedTo }));
   }
 }
 
@@ -393,29 +433,31 @@ export async function identityOf(
   base: string,
 ): Promise<SetIdentity | null | undefined> {
   // generalCsv's first columns: document_id, document_name, source_file.
-  const fromFields = (text: string) => {
+  const fromFields = (bytes: Buffer) => {
+    const text = bytes.toString('utf8');
     const row = parseCsv(text.replace(/^\uFEFF/, ''), text.includes(';') ? ';' : ',')[1] ?? [];
     return { documentId: Number(row[0]), source: row[2] };
   };
   for (const [suffix, read] of [
     [
       '.json',
-      (text: string) => {
-        const json = JSON.parse(text) as ResultJson;
+      // A large document's JSON is read a slice at a time (sliced-json.ts in @docex/shared/node).
+      async (bytes: Buffer) => {
+        const json = (await parseJsonInSlices(bytes)) as ResultJson;
         return { documentId: json.document.document_id, source: json.source_file };
       },
     ],
     ['.fields.csv', fromFields],
     ['.lines.csv', () => null],
   ] as const) {
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readFile(inside(target.output, `${base}${suffix}`), 'utf8');
+      bytes = await readFile(inside(target.output, `${base}${suffix}`));
     } catch {
       continue;
     }
     try {
-      const set = read(text);
+      const set = await read(bytes);
       return set && Number.isFinite(set.documentId) && typeof set.source === 'string'
         ? (set as SetIdentity)
         : null;

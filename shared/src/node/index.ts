@@ -16,6 +16,7 @@ export {
   type ThrottleOptions,
 } from './transport.ts';
 export { LargeReadHttpAgent } from './large-reads.ts';
+export { jsonInSlices, parseJsonInSlices, SLICE_CHARS, type SliceOptions } from './sliced-json.ts';
 
 export interface NodeClientOptions extends NodeTransportOptions {
   timeoutMs?: number;
