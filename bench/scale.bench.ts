@@ -299,10 +299,16 @@ export default async function scaleBench(): Promise<BenchRow[]> {
         },
       );
     if (bare) rows.push({ measure: 'bare chokidar: ready', value: bare.seconds!, unit: 's' });
-    if (walk) rows.push({ measure: 'bare walk + fs.watch per folder: done', value: walk.seconds!, unit: 's' });
+    if (walk)
+      rows.push({ measure: 'bare walk + fs.watch per folder: done', value: walk.seconds!, unit: 's' });
     if (sync)
       rows.push(
-        { measure: 'docex-sync: peak RSS', value: sync.peakRssMb!, unit: 'MB', note: 'goal < 300 (at 1,000,000)' },
+        {
+          measure: 'docex-sync: peak RSS',
+          value: sync.peakRssMb!,
+          unit: 'MB',
+          note: 'goal < 300 (at 1,000,000)',
+        },
         {
           measure: `docex-sync: peak RSS with ${IDLE_S} s of waiting after (a rescan every ${RESCAN_MS / 1000} s)`,
           value: sync.peakRssWithIdleMb!,
@@ -311,7 +317,8 @@ export default async function scaleBench(): Promise<BenchRow[]> {
         },
       );
     if (bare) rows.push({ measure: 'bare chokidar: peak RSS', value: bare.peakRssMb!, unit: 'MB' });
-    if (walk) rows.push({ measure: 'bare walk + fs.watch per folder: peak RSS', value: walk.peakRssMb!, unit: 'MB' });
+    if (walk)
+      rows.push({ measure: 'bare walk + fs.watch per folder: peak RSS', value: walk.peakRssMb!, unit: 'MB' });
     if (sync)
       rows.push({
         measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} files waiting, rescans included`,
