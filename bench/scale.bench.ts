@@ -45,6 +45,9 @@ interface CaseResult {
   idleCpuSeconds: number;
   /** The idle window's length (s). */
   idleSeconds: number;
+  /** kept: one rescan that reads every folder, asked for after the idle window (CPU s, wall s). */
+  fullRescanCpuSeconds?: number;
+  fullRescanSeconds?: number;
 }
 
 function rssPeak() {
@@ -111,13 +114,13 @@ const loadModules = () =>
     import('../daemon/src/common/config.ts'),
   ]);
 
-async function startSync(dir: string, tree: string, extra: string[] = []) {
+async function startSync(dir: string, tree: string, extra: string[] = [], level = 'info') {
   const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
   const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const config = await daemonConfig(dir, tree, extra);
   const lines: string[] = [];
-  const log = createLogger('info', {
+  const log = createLogger(level, {
     pretty: false,
     destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
   });
@@ -224,15 +227,27 @@ const cases = {
     })();
     db.close();
     const t0 = performance.now();
-    const { running } = await startSync(dir, tree, keep);
+    // debug: the rescan's line says whether it read every folder (at info only when it found files).
+    const { running, lines } = await startSync(dir, tree, keep, 'debug');
     const seconds = (performance.now() - t0) / 1000;
     const counts = running.db.counts();
     if (counts.archived !== FILES || counts.discovered !== 0)
       throw new Error(`kept files taken as new: ${JSON.stringify(counts)}`);
     const idle = await idleCpu();
     if (running.db.counts().discovered !== 0) throw new Error('a rescan took a kept file as new');
+    // What the rescan that reads every folder (once per full_rescan_interval_ms) costs: the end of
+    // a disk-full pause asks every watch for one.
+    const fullLines = () =>
+      lines.filter((l) => l.includes('"msg":"rescan"') && l.includes('"full":true')).length;
+    const before = fullLines();
+    const cpu0 = procCpuSeconds();
+    const wall0 = performance.now();
+    running.pipeline.emit('disk-resumed');
+    while (fullLines() === before) await delay(50);
+    const fullRescanCpuSeconds = procCpuSeconds() - cpu0;
+    const fullRescanSeconds = (performance.now() - wall0) / 1000;
     await running.stop();
-    return { seconds, ...idle };
+    return { seconds, ...idle, fullRescanCpuSeconds, fullRescanSeconds };
   },
 };
 type CaseName = keyof typeof cases;
@@ -360,6 +375,16 @@ export default async function scaleBench(): Promise<BenchRow[]> {
           unit: '%',
           note: `goal < 0.2 (at 1,000,000); ${idleNote(kept)}`,
         },
+        ...(kept.fullRescanCpuSeconds === undefined
+          ? []
+          : [
+              {
+                measure: `docex-sync: one rescan reading every folder, ${n} files kept in place`,
+                value: kept.fullRescanCpuSeconds,
+                unit: 'CPU s',
+                note: `${kept.fullRescanSeconds!.toFixed(1)} s wall; once an hour by default (full_rescan_interval_ms): ${((kept.fullRescanCpuSeconds / 3600) * 100).toFixed(3)} % of an hour`,
+              },
+            ]),
       );
     return rows;
   } finally {
