@@ -62,8 +62,11 @@ export interface FolderMemory {
 }
 
 export interface WalkOptions {
-  /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
-  entering?: (dir: string) => Promise<void>;
+  /**
+   * Called for each folder before it is read (the watcher watches it there, so nothing slips
+   * between); with `memory`, given the folder's lstat, made just before (undefined: gone).
+   */
+  entering?: (dir: string, info?: Stats) => Promise<void>;
   /** Folders read before: one that did not change is not read again, only its sub-folders are walked. */
   memory?: FolderMemory;
   /**
@@ -133,19 +136,20 @@ export class Walker {
     // file in it needs only its own name tested; a walk may start in any folder.
     const memory = options.memory;
     const walk = async (dir: string, relDir: string, entered: boolean): Promise<void> => {
-      await options.entering?.(dir);
-      // The folder as it is before it is read (after its watcher was made): a change after this
-      // lstat shows at the next rescan, as a change of the folder or an event.
+      // The folder as it is before it is read: a change after this lstat shows at the next rescan,
+      // as a change of the folder or an event. Its watcher is made after it, so a folder that gets
+      // a new watcher is read (folder-memory.ts compares watchers), and the one lstat serves both.
       let info: Stats | undefined;
       if (memory) {
-        info = await lstat(dir).catch(() => undefined);
+        info = await this.lookAtFolder(dir);
+        await options.entering?.(dir, info);
         const subfolders = info && memory.unchanged(dir, info);
         if (subfolders) {
           for (const name of subfolders) await walk(dir + sep + name, relDir + name + sep, true);
           return;
         }
         memory.reading(dir);
-      }
+      } else await options.entering?.(dir);
       const subfolders: string[] = [];
       let entries: Dirent<Buffer>[];
       try {
@@ -203,6 +207,20 @@ export class Walker {
       await handling;
     }
     return listed;
+  }
+
+  /**
+   * A folder's lstat for a rescan: on the event loop while this watch stats inline (a rescan with
+   * nothing changed is an lstat per folder, and through the thread pool each cost ~50 µs of CPU
+   * in waits and wake-ups on a loaded machine), else through the thread pool.
+   */
+  private async lookAtFolder(dir: string): Promise<Stats | undefined> {
+    if (!this.statInline) return lstat(dir).catch(() => undefined);
+    try {
+      return lstatSync(dir, { throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
   }
 
   /** The regular files among `listed`, with their stats (lstat, a batch at a time). */

@@ -150,7 +150,7 @@ export class FolderWatcher {
     const walked = new Set<string>();
     const { files, fresh } = await this.walkInto(
       this.watch.path,
-      (dir) => (walked.add(dir), this.enter(dir)),
+      (dir, info) => (walked.add(dir), this.enter(dir, info)),
       this.scanned,
       this.memory,
     );
@@ -211,9 +211,9 @@ export class FolderWatcher {
     if (full) this.lastFullAt = this.now();
     this.memory.begin(!full);
     const walked = new Set<string>();
-    const entering = (dir: string) => {
+    const entering = (dir: string, info?: Stats) => {
       walked.add(dir);
-      return this.enter(dir);
+      return this.enter(dir, info);
     };
     const { files, fresh } = await this.walkInto(this.watch.path, entering, undefined, this.memory);
     if (this.stopped) return;
@@ -304,8 +304,8 @@ export class FolderWatcher {
   }
 
   /** Watches `dir` (the folder now at that path) before it is read. */
-  private async enter(dir: string) {
-    const info = await lstat(dir).catch(() => undefined);
+  private async enter(dir: string, known?: Stats) {
+    const info = known ?? (await lstat(dir).catch(() => undefined));
     if (!info?.isDirectory() || this.stopped) return;
     if (this.folders.get(dir)?.id === identity(info)) return;
     this.unwatch(dir);
@@ -425,7 +425,7 @@ export class FolderWatcher {
    */
   private async walkInto(
     dir: string,
-    entering: (dir: string) => Promise<void>,
+    entering: (dir: string, info?: Stats) => Promise<void>,
     found?: () => void,
     memory?: FolderMemory,
   ) {

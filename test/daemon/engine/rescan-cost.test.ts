@@ -39,7 +39,10 @@ vi.mock('node:fs', async (original) => {
     }
     return (fs.watch as (...a: unknown[]) => unknown)(path, ...rest);
   }) as typeof fs.watch;
-  return { ...fs, watch, default: { ...fs, watch } };
+  const lstatSync = ((path: string, ...rest: unknown[]) =>
+    frozen.get(String(path)) ??
+    (fs.lstatSync as (...a: unknown[]) => Stats | undefined)(path, ...rest)) as typeof fs.lstatSync;
+  return { ...fs, watch, lstatSync, default: { ...fs, watch, lstatSync } };
 });
 /** Folders whose lstat answers the stats they had when frozen (their times do not move). */
 const frozen = new Map<string, Stats>();
