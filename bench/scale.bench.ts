@@ -31,6 +31,8 @@ const FILES = Number(process.env.DOCEX_BENCH_SCALE_FILES ?? 100_000);
 const IDLE_S = Number(process.env.DOCEX_BENCH_IDLE_S ?? 60);
 const PER_DIR = 1000;
 const CASES = process.env.DOCEX_BENCH_SCALE_CASES?.split(',').map((c) => c.trim());
+/** kept: seconds between the start-up scan's end and the idle window (the start-up's garbage collected first). */
+const SETTLE_S = Number(process.env.DOCEX_BENCH_SETTLE_S ?? 0);
 /** Rescans in the idle window: 3 a minute, 3 times the default rate. */
 const RESCAN_MS = 20_000;
 const MB = 1024 * 1024;
@@ -233,6 +235,7 @@ const cases = {
     const counts = running.db.counts();
     if (counts.archived !== FILES || counts.discovered !== 0)
       throw new Error(`kept files taken as new: ${JSON.stringify(counts)}`);
+    await delay(SETTLE_S * 1000);
     const idle = await idleCpu();
     if (running.db.counts().discovered !== 0) throw new Error('a rescan took a kept file as new');
     // What the rescan that reads every folder (once per full_rescan_interval_ms) costs: the end of
