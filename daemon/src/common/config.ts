@@ -133,6 +133,11 @@ const WatchFolder = z.strictObject({
   /** With polling: how often each folder and file is looked at. */
   polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
+  /**
+   * How often a rescan reads every folder (default an hour, engine/watcher.ts): the other rescans
+   * read only the folders that changed. Optional in the type so watches made in code need not say.
+   */
+  full_rescan_interval_ms: z.number().int().min(1000).optional(),
   metadata: z.string().optional(),
   /**
    * Subfolders mapped to a template or folder, first match wins. With routes, a file in a subfolder
