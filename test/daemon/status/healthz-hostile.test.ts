@@ -126,7 +126,7 @@ describe('/healthz under hostile answers', () => {
     const missed = probes.filter((p) => p.ms === undefined);
     console.info(
       [
-        `${probes.length} probes, ${missed.length} missed; slowest answer ${Math.max(...answered)} ms`,
+        `${probes.length} probes, ${missed.length} missed; slowest answer ${Math.max(...answered)} ms (as this busy process saw it)`,
         `event-loop delay of the daemon: start-up max ${startUp.maxMs} ms p99 ${startUp.p99Ms} ms; ` +
           `hostile run max ${hostileRun.maxMs} ms p99 ${hostileRun.p99Ms} ms mean ${hostileRun.meanMs} ms (${hostileRun.samples} samples)`,
         `served ${JSON.stringify(hostile.served)}; peak RSS grew ${Math.round(grown)} MB over the ${Math.round(before)} MB before`,
