@@ -21,6 +21,8 @@ export interface FaultConfig {
 export interface Stats {
   requestsByOperation: Record<string, number>;
   uploadsByHash: Record<string, number>;
+  /** Answers of the API's routes by HTTP status ("200", "429", ...); a dropped connection has none. */
+  answersByStatus: Record<string, number>;
   maxRequestsInOneSecond: number;
   peakConcurrency: number;
   totalRequests: number;
@@ -57,6 +59,7 @@ export class Faults {
 export class StatsRecorder {
   private requestsByOperation: Record<string, number> = {};
   private uploadsByHash: Record<string, number> = {};
+  private answersByStatus: Record<string, number> = {};
   private window: number[] = [];
   private maxPerSecond = 0;
   private inFlight = 0;
@@ -77,6 +80,9 @@ export class StatsRecorder {
   leave() {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }
+  answered(status: number) {
+    this.answersByStatus[status] = (this.answersByStatus[status] ?? 0) + 1;
+  }
   upload(sha256: string) {
     this.uploadsByHash[sha256] = (this.uploadsByHash[sha256] ?? 0) + 1;
   }
@@ -84,6 +90,7 @@ export class StatsRecorder {
     return {
       requestsByOperation: { ...this.requestsByOperation },
       uploadsByHash: { ...this.uploadsByHash },
+      answersByStatus: { ...this.answersByStatus },
       maxRequestsInOneSecond: this.maxPerSecond,
       peakConcurrency: this.peak,
       totalRequests: this.total,
@@ -92,6 +99,7 @@ export class StatsRecorder {
   reset() {
     this.requestsByOperation = {};
     this.uploadsByHash = {};
+    this.answersByStatus = {};
     this.window = [];
     this.maxPerSecond = 0;
     this.peak = this.inFlight;

@@ -213,6 +213,7 @@ class DocexClientBase {
 
     /** An earlier attempt failed in a way that leaves open whether the server carried it out. */
     let mayHaveActed = false;
+    const firstAttempt = this.elapsed();
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(options.signal, name);
       const coolDown = this.rateLimitedUntil - this.elapsed();
@@ -252,11 +253,14 @@ class DocexClientBase {
       if (!notSent && !(error instanceof DocexRateLimitError)) mayHaveActed = true;
       const serverWait = error instanceof DocexApiError ? error.retryAfterMs : undefined;
       if (error instanceof DocexRateLimitError) this.coolDown(policy, serverWait);
+      // Past maxRetries only a 429 goes on, and only while the retry starts within the budget.
+      const budget = error instanceof DocexRateLimitError ? (policy.rateLimitBudgetMs ?? 0) : 0;
       const delay =
-        attempt < policy.maxRetries && retryable
+        retryable && (attempt < policy.maxRetries || budget > 0)
           ? retryDelayMs(attempt, policy, this.random, serverWait)
           : undefined;
       if (delay === undefined) throw error;
+      if (attempt >= policy.maxRetries && this.elapsed() + delay - firstAttempt > budget) throw error;
       log?.warn(
         { operation: name, attempt: attempt + 1, delayMs: delay, error: error.message },
         'docex: retrying',
