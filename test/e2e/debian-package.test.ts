@@ -198,6 +198,22 @@ describe.skipIf(skip)('the Debian package', () => {
   });
 
   it('remove keeps the config and the state; purge removes them, never the watched or output folders', async () => {
+    // What a run leaves (made here, since the run test above is skipped): the state DB under the
+    // state folder, results beside it, an original in the processed folder.
+    const made = await root.run([
+      'runuser',
+      '-u',
+      DEB.user,
+      '--',
+      'sh',
+      '-c',
+      `touch ${DEB.state}/state.db && mkdir -p ${DEB.state}/results && echo '{}' > ${DEB.state}/results/scan-042.json`,
+    ]);
+    expect(made.status, made.stderr).toBe(0);
+    await mkdir(at('/srv/docex/processed'), { recursive: true });
+    await mkdir(at('/srv/docex/inbox'), { recursive: true });
+    if (!existsSync(at('/srv/docex/processed/scan-042.txt')))
+      await writeFile(at('/srv/docex/processed/scan-042.txt'), 'Invoice number: DEB-42\n');
     const removed = await shown(['apt-get', 'remove', '-y', DEB.name]);
     expect(removed.status, removed.stderr).toBe(0);
     expect(existsSync(at('/usr/bin/docex-sync'))).toBe(false);
