@@ -18,6 +18,7 @@ import {
   redactDeep,
 } from './errors.ts';
 import { fileNameFromContentDisposition, safeFileName } from './files.ts';
+import type { SettingTerms } from './hints.ts';
 import {
   getOperation,
   OPERATION_NAMES,
@@ -65,6 +66,8 @@ export interface ClientOptions {
   instructionIdIn?: 'query' | 'path';
   /** Scrubs secrets from anything the server echoes into an error message. */
   redact?: (text: string) => string;
+  /** Where the program's user sets the URL, key, proxy and CA its messages name (hints.ts; default: these options' names). */
+  terms?: SettingTerms;
 }
 
 export interface CallOptions {
@@ -178,6 +181,7 @@ class DocexClientBase {
   private readonly elapsed: () => number;
   private readonly random: () => number;
   private readonly redact: (s: string) => string;
+  private readonly terms: SettingTerms | undefined;
   /**
    * A 429 speaks of the whole client, not of one request: after one, new calls wait until this time
    * too, and the wait grows with each further 429 in a row (reset by any answer that is not a 429).
@@ -193,6 +197,7 @@ class DocexClientBase {
     this.elapsed = options.elapsed ?? this.now;
     this.random = options.random ?? Math.random;
     this.redact = options.redact ?? ((s) => s);
+    this.terms = options.terms;
   }
 
   /** Any operation by its API name. */
@@ -378,7 +383,7 @@ class DocexClientBase {
       return new DocexAbortError(operation, 'aborted', { cause: signal?.reason });
     }
     if (thrown instanceof TransportError) {
-      if (thrown.failure) return networkError(operation, thrown.failure, thrown.code);
+      if (thrown.failure) return networkError(operation, thrown.failure, thrown.code, undefined, this.terms);
       const message = this.redact(thrown.message);
       return thrown.kind === 'timeout'
         ? new DocexTimeoutError(operation, `timed out: ${message}`, { code: thrown.code })

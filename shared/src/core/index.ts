@@ -2,6 +2,7 @@ export * from './changes.ts';
 export * from './client.ts';
 export * from './errors.ts';
 export * from './fields.ts';
+export * from './hints.ts';
 export * from './files.ts';
 export * from './multipart.ts';
 export * from './operations.ts';
