@@ -24,6 +24,9 @@ export interface Stats {
   /** Answers of the API's routes by HTTP status ("200", "429", ...); a dropped connection has none. */
   answersByStatus: Record<string, number>;
   maxRequestsInOneSecond: number;
+  /** When the first and the last request since the last reset arrived (the emulator's clock, ms). */
+  firstArrivalMs: number | null;
+  lastArrivalMs: number | null;
   peakConcurrency: number;
   totalRequests: number;
 }
@@ -62,6 +65,8 @@ export class StatsRecorder {
   private answersByStatus: Record<string, number> = {};
   private window: number[] = [];
   private maxPerSecond = 0;
+  private firstArrival: number | null = null;
+  private lastArrival: number | null = null;
   private inFlight = 0;
   private peak = 0;
   private total = 0;
@@ -69,6 +74,8 @@ export class StatsRecorder {
   /** Called when a request arrives; returns how many arrived in the last second (this one included). */
   arrive(operation: string, now: number): number {
     this.total++;
+    this.firstArrival ??= now;
+    this.lastArrival = now;
     this.requestsByOperation[operation] = (this.requestsByOperation[operation] ?? 0) + 1;
     this.window.push(now);
     while (this.window.length > 0 && this.window[0]! <= now - 1000) this.window.shift();
@@ -92,6 +99,8 @@ export class StatsRecorder {
       uploadsByHash: { ...this.uploadsByHash },
       answersByStatus: { ...this.answersByStatus },
       maxRequestsInOneSecond: this.maxPerSecond,
+      firstArrivalMs: this.firstArrival,
+      lastArrivalMs: this.lastArrival,
       peakConcurrency: this.peak,
       totalRequests: this.total,
     };
@@ -102,6 +111,8 @@ export class StatsRecorder {
     this.answersByStatus = {};
     this.window = [];
     this.maxPerSecond = 0;
+    this.firstArrival = null;
+    this.lastArrival = null;
     this.peak = this.inFlight;
     this.total = 0;
   }

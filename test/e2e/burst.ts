@@ -11,10 +11,16 @@
  *   execution returned (an upload whose execution failed later: retrying it meets DUPLICATE);
  * - the bound is the files per second the rate allows for the requests a file needed in this run
  *   (answered requests / files): `ratioToBound` = answered requests per second / the rate, i.e. how
- *   much of the rate the burst used for useful work, from the first call to the last answer.
+ *   much of the rate the burst used for useful work, from the first call to the last answer;
+ *   `ratioWhileFlowing` is the same from the first request's arrival at the service to the last
+ *   one's, without the time n8n itself takes to start the executions and to answer the calls.
+ * - when executions fail, the reasons come from n8n's own records (its SQLite database).
  */
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
+import { writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { createNodeClient } from '@docex/shared/node';
 import { createInvoiceTemplate } from './invoices.ts';
 import { CREDENTIAL, tail, type RealN8n } from './real-n8n.ts';
@@ -25,6 +31,8 @@ export interface BurstOptions {
   filesPerExecution?: number;
   /** The emulator's limit: above this many requests in any one second it answers 429. */
   perSecond?: number;
+  /** The credential's Requests per Second (default: none saved, as in a credential made before the setting). */
+  credentialRequestsPerSecond?: number;
   /** Environment for `n8n start` (e.g. N8N_LOG_LEVEL). */
   env?: NodeJS.ProcessEnv;
 }
@@ -34,6 +42,8 @@ export interface BurstFigures {
   succeeded: number;
   /** The failed executions' answers, by message, with how many gave each. */
   failures: Record<string, number>;
+  /** Why n8n says the executions that did not succeed failed (its execution records), with how many. */
+  executionErrors: Record<string, number>;
   requests: number;
   refused: number;
   /** refused / requests. */
@@ -48,21 +58,28 @@ export interface BurstFigures {
   /** The files per second `perSecond` allows at answeredRequestsPerFile. */
   boundFilesPerSecond: number;
   ratioToBound: number;
+  /**
+   * From the first request's arrival at the service to the last one's: the burst without n8n's own
+   * start (webhooks received, executions begun) and end (executions saved, webhooks answered).
+   */
+  requestSpanSeconds: number;
+  /** Answered requests per second within that span / the rate: how much of the rate the pacing used. */
+  ratioWhileFlowing: number;
   perSecond: number;
 }
 
-const WORKFLOW_ID = 'wfburstextract01';
-const PATH = 'docex-burst';
+/** Each measure in one n8n has its own workflow and webhook path (a published one stays published). */
+let measures = 0;
 
-export const burstWorkflow = (templateId: number) => ({
-  id: WORKFLOW_ID,
+export const burstWorkflow = (id: string, path: string, templateId: number) => ({
+  id,
   name: 'burst extract',
   active: false,
   nodes: [
     {
       parameters: {
         httpMethod: 'POST',
-        path: PATH,
+        path,
         responseMode: 'lastNode',
         responseData: 'allEntries',
         options: {},
@@ -118,11 +135,11 @@ async function post(url: string, form: FormData): Promise<{ status: number; body
   });
 }
 
-const invoiceForm = (execution: number, files: number) => {
+const invoiceForm = (measure: number, execution: number, files: number) => {
   const form = new FormData();
   for (let f = 0; f < files; f++) {
-    const number = `B-${execution}-${f}`;
-    // Each file its own bytes: the service takes a file it already holds for a DUPLICATE.
+    const number = `B${measure}-${execution}-${f}`;
+    // Each file its own bytes, in every measure: the service takes a file it holds for a DUPLICATE.
     form.append(
       'data',
       new Blob([`Invoice number: ${number}\nTotal: ${execution},${f}0\n`], { type: 'text/plain' }),
@@ -143,20 +160,82 @@ function failureOf(answer: { status: number; body: string }): string {
   return `HTTP ${answer.status}: ${answer.body.slice(0, 200)}`;
 }
 
+/** The test's Docex credential again (same ID), with `requestsPerSecond` when given. */
+async function importCredential(n8n: RealN8n, requestsPerSecond: number | undefined): Promise<void> {
+  const file = join(n8n.home, 'burst-creds.json');
+  const data: Record<string, unknown> = { baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0] };
+  if (requestsPerSecond !== undefined) data.requestsPerSecond = requestsPerSecond;
+  await writeFile(file, JSON.stringify([{ ...CREDENTIAL.docexApi, type: 'docexApi', data }]));
+  const imported = await n8n.run(['import:credentials', `--input=${file}`]);
+  if (imported.code !== 0) throw new Error(`import:credentials failed:\n${tail(imported)}`);
+}
+
+interface Sqlite {
+  Database: new (
+    file: string,
+    mode: number,
+  ) => {
+    all(
+      sql: string,
+      params: unknown[],
+      done: (error: Error | null, rows: Array<Record<string, unknown>>) => void,
+    ): void;
+    close(): void;
+  };
+  OPEN_READONLY: number;
+}
+
+/**
+ * Why the workflow's executions that did not succeed failed, read from n8n's own records (its SQLite
+ * database; the webhook's answer only says "Error in workflow"): the message of the error n8n kept.
+ */
+async function executionErrors(n8n: RealN8n, workflowId: string): Promise<Record<string, number>> {
+  const fromN8n = createRequire(join(n8n.installDir, 'node_modules', 'n8n', 'package.json'));
+  const sqlite = fromN8n('sqlite3') as Sqlite;
+  const flatted = fromN8n('flatted') as { parse(text: string): unknown };
+  const db = new sqlite.Database(join(n8n.home, '.n8n', 'database.sqlite'), sqlite.OPEN_READONLY);
+  try {
+    const rows = await new Promise<Array<Record<string, unknown>>>((resolve, reject) =>
+      db.all(
+        `SELECT e.status, d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
+         WHERE e."workflowId" = ? AND e.status != 'success'`,
+        [workflowId],
+        (error, found) => (error ? reject(error) : resolve(found)),
+      ),
+    );
+    const errors: Record<string, number> = {};
+    for (const row of rows) {
+      const data = flatted.parse(String(row.data)) as {
+        resultData?: { error?: { message?: string; description?: string } };
+      };
+      const error = data.resultData?.error;
+      const why = `${String(row.status)}: ${error?.message ?? 'no error recorded'}`;
+      errors[why] = (errors[why] ?? 0) + 1;
+    }
+    return errors;
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Starts `n8n start` on the prepared n8n, publishes the burst workflow, calls it `executions` times
  * at once with the emulator limited to `perSecond`, and stops n8n again.
  */
 export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Promise<BurstFigures> {
   const { executions = 50, filesPerExecution = 4, perSecond = 10 } = options;
+  const measure = ++measures;
+  const workflowId = `wfburstextract${String(measure).padStart(2, '0')}`;
+  const path = `docex-burst-${measure}`;
   const templateId = await createInvoiceTemplate(n8n.emulator, `burst ${randomUUID()}`);
-  await n8n.importWorkflow(burstWorkflow(templateId));
-  const published = await n8n.run(['publish:workflow', `--id=${WORKFLOW_ID}`]);
+  await importCredential(n8n, options.credentialRequestsPerSecond);
+  await n8n.importWorkflow(burstWorkflow(workflowId, path, templateId));
+  const published = await n8n.run(['publish:workflow', `--id=${workflowId}`]);
   if (published.code !== 0) throw new Error(`publish:workflow failed:\n${tail(published)}`);
   const server = await startN8n(n8n, options.env);
   try {
     await n8nReady(server);
-    const url = `${server.url}/webhook/${PATH}`;
+    const url = `${server.url}/webhook/${path}`;
     // Registered once n8n answers its CORS preflight (an OPTIONS runs no execution): 404 until then.
     await until(
       'the burst webhook to be registered',
@@ -174,7 +253,7 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
 
     n8n.emulator.faults.set({ rateLimit: { perSecond } });
     n8n.emulator.resetStats();
-    const forms = Array.from({ length: executions }, (_, e) => invoiceForm(e, filesPerExecution));
+    const forms = Array.from({ length: executions }, (_, e) => invoiceForm(measure, e, filesPerExecution));
     const started = performance.now();
     const answers = await Promise.all(forms.map((form) => post(url, form)));
     const seconds = (performance.now() - started) / 1000;
@@ -201,10 +280,12 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
         failures[why] = (failures[why] ?? 0) + 1;
       }
     }
+    const whyFailed = succeeded < executions ? await executionErrors(n8n, workflowId) : {};
     const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
     const held = await client.fetchDocuments({ template_id: templateId });
     const orphans = held.filter((id) => !returned.has(id));
     const refused = stats.answersByStatus['429'] ?? 0;
+    const span = ((stats.lastArrivalMs ?? 0) - (stats.firstArrivalMs ?? 0)) / 1000;
     const requests = stats.totalRequests;
     const files = succeeded * filesPerExecution;
     const answeredRequestsPerFile = files > 0 ? (requests - refused) / files : Infinity;
@@ -214,6 +295,7 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
       executions,
       succeeded,
       failures,
+      executionErrors: whyFailed,
       requests,
       refused,
       refusedShare: requests > 0 ? refused / requests : 0,
@@ -226,6 +308,8 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
       answeredRequestsPerFile,
       boundFilesPerSecond,
       ratioToBound: filesPerSecond / boundFilesPerSecond,
+      requestSpanSeconds: span,
+      ratioWhileFlowing: span > 0 ? (requests - refused) / span / perSecond : 0,
       perSecond,
     };
   } finally {
@@ -239,8 +323,10 @@ export const describeBurst = (f: BurstFigures) =>
   [
     `${f.succeeded}/${f.executions} executions succeeded`,
     ...Object.entries(f.failures).map(([why, n]) => `  ${n} x ${why}`),
+    ...Object.entries(f.executionErrors).map(([why, n]) => `  n8n's record: ${n} x ${why}`),
     `${f.refused} of ${f.requests} requests answered 429 (${(f.refusedShare * 100).toFixed(1)} %), at most ${f.maxRequestsInOneSecond} in one second (limit ${f.perSecond})`,
     `${f.documents} documents on the service, ${f.orphans.length} not returned by any successful execution`,
     `${f.files} files in ${f.seconds.toFixed(1)} s = ${f.filesPerSecond.toFixed(2)} files/s; ` +
       `bound ${f.boundFilesPerSecond.toFixed(2)} files/s (${f.perSecond} req/s, ${f.answeredRequestsPerFile.toFixed(2)} answered requests per file): ratio ${f.ratioToBound.toFixed(2)}`,
+    `requests flowed for ${f.requestSpanSeconds.toFixed(1)} s of them, at ${f.ratioWhileFlowing.toFixed(2)} of the rate`,
   ].join('\n');

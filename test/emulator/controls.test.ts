@@ -42,9 +42,16 @@ describe('test controls', () => {
     const stats = (await (await fetch(`${api.emu.url}/__emulator/stats`)).json()) as {
       requestsByOperation: Record<string, number>;
       maxRequestsInOneSecond: number;
+      firstArrivalMs: number | null;
+      lastArrivalMs: number | null;
       peakConcurrency: number;
     };
     expect(stats.requestsByOperation.check_api_key).toBe(5);
+    // When the first and the last of them arrived: the span a burst's requests took at the service.
+    expect(stats.firstArrivalMs).toBeTypeOf('number');
+    expect(stats.lastArrivalMs).toBeGreaterThanOrEqual(stats.firstArrivalMs!);
+    api.emu.resetStats();
+    expect(api.emu.stats()).toMatchObject({ firstArrivalMs: null, lastArrivalMs: null });
     expect(stats.maxRequestsInOneSecond).toBeGreaterThanOrEqual(5);
     expect(stats.peakConcurrency).toBeGreaterThanOrEqual(1);
     const plain = await startEmulator({ port: 0 });
