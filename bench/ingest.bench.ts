@@ -97,7 +97,9 @@ async function baseline(dir: string, url: string, durable: boolean) {
     const doc = await getJson(`/v1/fetch_document_data/?document_id=${task.document_id}`);
     const base = join(dir, 'results', `${name}.doc-${doc.document_id}`);
     await write(`${base}.fields.csv`, generalCsv(doc, source, { verdict: null, score: null }));
-    await write(`${base}.lines.csv`, linesCsv(doc));
+    let lines = '';
+    for await (const piece of linesCsv(doc)) lines += piece;
+    await write(`${base}.lines.csv`, lines);
     await write(`${base}.json`, JSON.stringify({ document: doc, task, source_file: source }, null, 2));
     await rename(source, join(dir, 'processed', name));
     if (id !== undefined) state?.archived(id, doc.document_id);

@@ -8,7 +8,13 @@
  *   used it until it kept a tree of every file in memory; polling mode still does);
  * - the least docex-sync's watcher does: a walk (readdir, lstat in batches) with one fs.watch per
  *   folder made before the folder is read, nothing kept per file; the same three figures;
- * - docex-sync idle with 100k archived and 100k failed rows in its DB and an empty inbox.
+ * - docex-sync idle with 100k archived and 100k failed rows in its DB and an empty inbox;
+ * - docex-sync idle with the 100k files at rest in place (`on_success: keep`, archived rows with
+ *   their size, mtime and inode), rescans every RESCAN_MS: the rescan's cost when nothing changed.
+ * Idle figures are the CPU seconds the measured process consumed over the window (utime + stime of
+ * /proc/self/stat: on a shared, loaded machine a percentage of wall-clock time alone says little),
+ * and that as a percentage of the window.
+ * DOCEX_BENCH_SCALE_CASES=kept,chokidar runs only those cases (record, chokidar, walk, rested, kept).
  * No server is needed: nothing is uploaded.
  */
 import { fork } from 'node:child_process';
@@ -24,6 +30,9 @@ import type { BenchRow } from './run.ts';
 const FILES = Number(process.env.DOCEX_BENCH_SCALE_FILES ?? 100_000);
 const IDLE_S = Number(process.env.DOCEX_BENCH_IDLE_S ?? 60);
 const PER_DIR = 1000;
+const CASES = process.env.DOCEX_BENCH_SCALE_CASES?.split(',').map((c) => c.trim());
+/** kept: seconds between the start-up scan's end and the idle window (the start-up's garbage collected first). */
+const SETTLE_S = Number(process.env.DOCEX_BENCH_SETTLE_S ?? 0);
 /** Rescans in the idle window: 3 a minute, 3 times the default rate. */
 const RESCAN_MS = 20_000;
 const MB = 1024 * 1024;
@@ -34,6 +43,13 @@ interface CaseResult {
   /** The kernel's high-water mark (VmHWM) at the end of the idle window: peak RSS of the whole run. */
   peakRssWithIdleMb?: number;
   idleCpuPercent: number;
+  /** CPU seconds (user + system) the process consumed over the idle window, from /proc/self/stat. */
+  idleCpuSeconds: number;
+  /** The idle window's length (s). */
+  idleSeconds: number;
+  /** kept: one rescan that reads every folder, asked for after the idle window (CPU s, wall s). */
+  fullRescanCpuSeconds?: number;
+  fullRescanSeconds?: number;
 }
 
 function rssPeak() {
@@ -50,15 +66,25 @@ function highWaterMb(): number {
   return hwm ? Number(hwm[1]) / 1024 : NaN;
 }
 
-async function idleCpu(): Promise<number> {
-  const start = process.cpuUsage();
-  const t0 = performance.now();
-  await delay(IDLE_S * 1000);
-  const used = process.cpuUsage(start);
-  return ((used.user + used.system) / 1000 / (performance.now() - t0)) * 100;
+/** utime + stime of this process in seconds, as the kernel counts them (clock ticks of 10 ms). */
+function procCpuSeconds(): number {
+  // The command name (field 2) may hold spaces: the fields counted from the closing parenthesis.
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const TICKS_PER_S = 100; // USER_HZ on Linux
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
 }
 
-async function daemonConfig(dir: string, tree: string) {
+async function idleCpu(): Promise<Pick<CaseResult, 'idleCpuPercent' | 'idleCpuSeconds' | 'idleSeconds'>> {
+  const start = procCpuSeconds();
+  const t0 = performance.now();
+  await delay(IDLE_S * 1000);
+  const idleCpuSeconds = procCpuSeconds() - start;
+  const idleSeconds = (performance.now() - t0) / 1000;
+  return { idleCpuSeconds, idleSeconds, idleCpuPercent: (idleCpuSeconds / idleSeconds) * 100 };
+}
+
+async function daemonConfig(dir: string, tree: string, extra: string[] = []) {
   const { loadConfig } = await import('../daemon/src/common/config.ts');
   const file = join(dir, 'docex-sync.yaml');
   await writeFile(
@@ -75,6 +101,7 @@ async function daemonConfig(dir: string, tree: string) {
       '    failed_dir: ./failed',
       '    stable_ms: 3600000',
       `    rescan_interval_ms: ${RESCAN_MS}`,
+      ...extra.map((line) => `    ${line}`),
       'log_level: info',
     ].join('\n'),
   );
@@ -89,13 +116,13 @@ const loadModules = () =>
     import('../daemon/src/common/config.ts'),
   ]);
 
-async function startSync(dir: string, tree: string) {
+async function startSync(dir: string, tree: string, extra: string[] = [], level = 'info') {
   const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
   const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
-  const config = await daemonConfig(dir, tree);
+  const config = await daemonConfig(dir, tree, extra);
   const lines: string[] = [];
-  const log = createLogger('info', {
+  const log = createLogger(level, {
     pretty: false,
     destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
   });
@@ -114,10 +141,10 @@ const cases = {
     const peakRssMb = peak();
     if (recorded !== FILES) throw new Error(`recorded ${recorded} of ${FILES}`);
     if (lines.length > 20) throw new Error(`${lines.length} log lines at info for a start-up scan`);
-    const idleCpuPercent = await idleCpu();
+    const idle = await idleCpu();
     const peakRssWithIdleMb = highWaterMb();
     await running.stop();
-    return { seconds, peakRssMb, peakRssWithIdleMb, idleCpuPercent };
+    return { seconds, peakRssMb, peakRssWithIdleMb, ...idle };
   },
   async chokidar(_dir: string, tree: string): Promise<CaseResult> {
     const { default: chokidar } = await import('chokidar');
@@ -129,9 +156,9 @@ const cases = {
     const seconds = (performance.now() - t0) / 1000;
     const peakRssMb = peak();
     if (added !== FILES) throw new Error(`chokidar reported ${added} of ${FILES}`);
-    const idleCpuPercent = await idleCpu();
+    const idle = await idleCpu();
     await watcher.close();
-    return { seconds, peakRssMb, idleCpuPercent };
+    return { seconds, peakRssMb, ...idle };
   },
   async walk(_dir: string, tree: string): Promise<CaseResult> {
     const { watch } = await import('node:fs');
@@ -153,9 +180,9 @@ const cases = {
     const seconds = (performance.now() - t0) / 1000;
     const peakRssMb = peak();
     if (found !== FILES) throw new Error(`the walk found ${found} of ${FILES}`);
-    const idleCpuPercent = await idleCpu();
+    const idle = await idleCpu();
     for (const w of watchers) w.close();
-    return { seconds, peakRssMb, idleCpuPercent };
+    return { seconds, peakRssMb, ...idle };
   },
   async rested(dir: string): Promise<CaseResult> {
     const { StateDb } = await import('../daemon/src/store/state.ts');
@@ -180,9 +207,50 @@ const cases = {
     db.close();
     const { running } = await startSync(dir, empty);
     await delay(1000);
-    const idleCpuPercent = await idleCpu();
+    const idle = await idleCpu();
     await running.stop();
-    return { idleCpuPercent };
+    return idle;
+  },
+  /** The files kept in place after processing (`on_success: keep`): archived rows that name them. */
+  async kept(dir: string, tree: string): Promise<CaseResult> {
+    const { NEVER } = await import('../daemon/src/engine/lifecycle.ts');
+    await loadModules();
+    const keep = ['on_success: keep'];
+    // Recorded by a start-up scan (real size, mtime and inode), then brought to rest as processing
+    // would: archived, kept in place.
+    const first = await startSync(dir, tree, keep);
+    if (first.running.db.counts().discovered !== FILES) throw new Error('not every file recorded');
+    await first.running.stop();
+    const { StateDb } = await import('../daemon/src/store/state.ts');
+    const db = new StateDb(join(dir, 'state', 'sync.db'));
+    db.db.transaction(() => {
+      db.db.exec(`UPDATE files SET outcome = 'kept', next_at = ${NEVER}`);
+      db.db.exec(`UPDATE files SET state = 'archived'`);
+    })();
+    db.close();
+    const t0 = performance.now();
+    // debug: the rescan's line says whether it read every folder (at info only when it found files).
+    const { running, lines } = await startSync(dir, tree, keep, 'debug');
+    const seconds = (performance.now() - t0) / 1000;
+    const counts = running.db.counts();
+    if (counts.archived !== FILES || counts.discovered !== 0)
+      throw new Error(`kept files taken as new: ${JSON.stringify(counts)}`);
+    await delay(SETTLE_S * 1000);
+    const idle = await idleCpu();
+    if (running.db.counts().discovered !== 0) throw new Error('a rescan took a kept file as new');
+    // What the rescan that reads every folder (once per full_rescan_interval_ms) costs: the end of
+    // a disk-full pause asks every watch for one.
+    const fullLines = () =>
+      lines.filter((l) => l.includes('"msg":"rescan"') && l.includes('"full":true')).length;
+    const before = fullLines();
+    const cpu0 = procCpuSeconds();
+    const wall0 = performance.now();
+    running.pipeline.emit('disk-resumed');
+    while (fullLines() === before) await delay(50);
+    const fullRescanCpuSeconds = procCpuSeconds() - cpu0;
+    const fullRescanSeconds = (performance.now() - wall0) / 1000;
+    await running.stop();
+    return { seconds, ...idle, fullRescanCpuSeconds, fullRescanSeconds };
   },
 };
 type CaseName = keyof typeof cases;
@@ -218,59 +286,110 @@ export default async function scaleBench(): Promise<BenchRow[]> {
       if (i % PER_DIR === 0) mkdirSync(sub);
       writeFileSync(join(sub, `f${i}.txt`), `file ${i}\n`);
     }
-    const sync = await inChild('record', tree);
-    const bare = await inChild('chokidar', tree);
-    const walk = await inChild('walk', tree);
-    const rested = await inChild('rested', tree);
+    const run = (name: CaseName) => (!CASES || CASES.includes(name) ? inChild(name, tree) : undefined);
+    const sync = await run('record');
+    const bare = await run('chokidar');
+    const walk = await run('walk');
+    const rested = await run('rested');
+    const kept = await run('kept');
     const n = FILES.toLocaleString('en');
-    return [
-      {
-        measure: `docex-sync: ${n} files recorded, watching ready`,
-        value: sync.seconds!,
-        unit: 's',
-        note: `goal < ${(1.5 * FILES) / 100_000} s (issue #22: 1,000,000 in < 15 s, so linear at 1.5 s per 100,000)`,
-      },
-      {
-        measure: '  seconds per 100,000 files (compare runs at two sizes: linear if it stays put)',
-        value: (sync.seconds! * 100_000) / FILES,
-        unit: 's',
-        note: `the bare walk: ${((walk.seconds! * 100_000) / FILES).toFixed(2)} s; ratio ${(sync.seconds! / walk.seconds!).toFixed(2)}x`,
-      },
-      { measure: 'bare chokidar: ready', value: bare.seconds!, unit: 's' },
-      { measure: 'bare walk + fs.watch per folder: done', value: walk.seconds!, unit: 's' },
-      {
-        measure: 'docex-sync: peak RSS',
-        value: sync.peakRssMb!,
-        unit: 'MB',
-        note: 'goal < 300 (at 1,000,000)',
-      },
-      {
-        measure: `docex-sync: peak RSS with ${IDLE_S} s of waiting after (a rescan every ${RESCAN_MS / 1000} s)`,
-        value: sync.peakRssWithIdleMb!,
-        unit: 'MB',
-        note: 'goal < 300 (at 1,000,000)',
-      },
-      { measure: 'bare chokidar: peak RSS', value: bare.peakRssMb!, unit: 'MB' },
-      { measure: 'bare walk + fs.watch per folder: peak RSS', value: walk.peakRssMb!, unit: 'MB' },
-      {
+    const idleNote = (r: CaseResult) =>
+      `${r.idleCpuSeconds.toFixed(2)} CPU s in ${r.idleSeconds.toFixed(0)} s` +
+      (bare && r !== bare
+        ? `; ${(r.idleCpuSeconds / Math.max(bare.idleCpuSeconds, 0.01)).toFixed(1)}x bare chokidar (${bare.idleCpuSeconds.toFixed(2)} CPU s${bare.idleCpuSeconds < 0.01 ? ', taken as 0.01' : ''})`
+        : '');
+    const rows: BenchRow[] = [];
+    if (sync)
+      rows.push(
+        {
+          measure: `docex-sync: ${n} files recorded, watching ready`,
+          value: sync.seconds!,
+          unit: 's',
+          note: `goal < ${(1.5 * FILES) / 100_000} s (issue #22: 1,000,000 in < 15 s, so linear at 1.5 s per 100,000)`,
+        },
+        {
+          measure: '  seconds per 100,000 files (compare runs at two sizes: linear if it stays put)',
+          value: (sync.seconds! * 100_000) / FILES,
+          unit: 's',
+          note: walk
+            ? `the bare walk: ${((walk.seconds! * 100_000) / FILES).toFixed(2)} s; ratio ${(sync.seconds! / walk.seconds!).toFixed(2)}x`
+            : undefined,
+        },
+      );
+    if (bare) rows.push({ measure: 'bare chokidar: ready', value: bare.seconds!, unit: 's' });
+    if (walk)
+      rows.push({ measure: 'bare walk + fs.watch per folder: done', value: walk.seconds!, unit: 's' });
+    if (sync)
+      rows.push(
+        {
+          measure: 'docex-sync: peak RSS',
+          value: sync.peakRssMb!,
+          unit: 'MB',
+          note: 'goal < 300 (at 1,000,000)',
+        },
+        {
+          measure: `docex-sync: peak RSS with ${IDLE_S} s of waiting after (a rescan every ${RESCAN_MS / 1000} s)`,
+          value: sync.peakRssWithIdleMb!,
+          unit: 'MB',
+          note: 'goal < 300 (at 1,000,000)',
+        },
+      );
+    if (bare) rows.push({ measure: 'bare chokidar: peak RSS', value: bare.peakRssMb!, unit: 'MB' });
+    if (walk)
+      rows.push({ measure: 'bare walk + fs.watch per folder: peak RSS', value: walk.peakRssMb!, unit: 'MB' });
+    if (sync)
+      rows.push({
         measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} files waiting, rescans included`,
         value: sync.idleCpuPercent,
         unit: '%',
-        note: 'goal < 1',
-      },
-      { measure: `bare chokidar: idle CPU over ${IDLE_S} s`, value: bare.idleCpuPercent, unit: '%' },
-      {
+        note: `goal < 1; ${idleNote(sync)}`,
+      });
+    if (bare)
+      rows.push({
+        measure: `bare chokidar: idle CPU over ${IDLE_S} s`,
+        value: bare.idleCpuPercent,
+        unit: '%',
+        note: idleNote(bare),
+      });
+    if (walk)
+      rows.push({
         measure: `bare walk + fs.watch per folder: idle CPU over ${IDLE_S} s`,
         value: walk.idleCpuPercent,
         unit: '%',
-      },
-      {
+        note: idleNote(walk),
+      });
+    if (rested)
+      rows.push({
         measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} archived + ${n} failed rows`,
         value: rested.idleCpuPercent,
         unit: '%',
-        note: 'goal < 1',
-      },
-    ];
+        note: `goal < 1; ${idleNote(rested)}`,
+      });
+    if (kept)
+      rows.push(
+        {
+          measure: `docex-sync: ${n} files kept in place (on_success: keep), start-up scan`,
+          value: kept.seconds!,
+          unit: 's',
+        },
+        {
+          measure: `docex-sync: idle CPU over ${IDLE_S} s, ${n} files kept in place, a rescan every ${RESCAN_MS / 1000} s`,
+          value: kept.idleCpuPercent,
+          unit: '%',
+          note: `goal < 0.2 (at 1,000,000); ${idleNote(kept)}`,
+        },
+        ...(kept.fullRescanCpuSeconds === undefined
+          ? []
+          : [
+              {
+                measure: `docex-sync: one rescan reading every folder, ${n} files kept in place`,
+                value: kept.fullRescanCpuSeconds,
+                unit: 'CPU s',
+                note: `${kept.fullRescanSeconds!.toFixed(1)} s wall; once an hour by default (full_rescan_interval_ms): ${((kept.fullRescanCpuSeconds / 3600) * 100).toFixed(3)} % of an hour`,
+              },
+            ]),
+      );
+    return rows;
   } finally {
     await rm(tree, { recursive: true, force: true });
   }

@@ -62,6 +62,16 @@ export class DocexApi implements ICredentialType {
         'Your company API key; it is sent as a Bearer token. Setup help: https://github.com/docex/docex/blob/main/docs/n8n.md.',
     },
     {
+      // Optional: credentials saved before it existed read as the default (transport/index.ts).
+      displayName: 'Requests per Second',
+      name: 'requestsPerSecond',
+      type: 'number',
+      typeOptions: { minValue: 0.1, numberPrecision: 2 },
+      default: 10,
+      description:
+        'Most requests this n8n instance sends with this credential in any second, shared by all its executions. Set the rate your service allows; in queue mode, that rate divided by the number of workers (docs: "Running at scale").',
+    },
+    {
       // n8n runs preAuthentication when this "expirable" property is empty, or after a request was
       // answered 401. Never empty, so nothing runs before a request; the nodes take every status as an
       // answer, so their 401s do not trigger it either: it runs when the credential test gets a 401

@@ -87,7 +87,8 @@ export function buildApp(
     request.company = company;
   });
 
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.routeOptions.config.operation) ctx.stats.answered(reply.statusCode);
     if (request.method !== 'GET' && request.routeOptions.config.operation) ctx.world.save();
   });
 

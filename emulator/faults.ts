@@ -21,7 +21,12 @@ export interface FaultConfig {
 export interface Stats {
   requestsByOperation: Record<string, number>;
   uploadsByHash: Record<string, number>;
+  /** Answers of the API's routes by HTTP status ("200", "429", ...); a dropped connection has none. */
+  answersByStatus: Record<string, number>;
   maxRequestsInOneSecond: number;
+  /** When the first and the last request since the last reset arrived (the emulator's clock, ms). */
+  firstArrivalMs: number | null;
+  lastArrivalMs: number | null;
   peakConcurrency: number;
   totalRequests: number;
 }
@@ -57,8 +62,11 @@ export class Faults {
 export class StatsRecorder {
   private requestsByOperation: Record<string, number> = {};
   private uploadsByHash: Record<string, number> = {};
+  private answersByStatus: Record<string, number> = {};
   private window: number[] = [];
   private maxPerSecond = 0;
+  private firstArrival: number | null = null;
+  private lastArrival: number | null = null;
   private inFlight = 0;
   private peak = 0;
   private total = 0;
@@ -66,6 +74,8 @@ export class StatsRecorder {
   /** Called when a request arrives; returns how many arrived in the last second (this one included). */
   arrive(operation: string, now: number): number {
     this.total++;
+    this.firstArrival ??= now;
+    this.lastArrival = now;
     this.requestsByOperation[operation] = (this.requestsByOperation[operation] ?? 0) + 1;
     this.window.push(now);
     while (this.window.length > 0 && this.window[0]! <= now - 1000) this.window.shift();
@@ -77,6 +87,9 @@ export class StatsRecorder {
   leave() {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }
+  answered(status: number) {
+    this.answersByStatus[status] = (this.answersByStatus[status] ?? 0) + 1;
+  }
   upload(sha256: string) {
     this.uploadsByHash[sha256] = (this.uploadsByHash[sha256] ?? 0) + 1;
   }
@@ -84,7 +97,10 @@ export class StatsRecorder {
     return {
       requestsByOperation: { ...this.requestsByOperation },
       uploadsByHash: { ...this.uploadsByHash },
+      answersByStatus: { ...this.answersByStatus },
       maxRequestsInOneSecond: this.maxPerSecond,
+      firstArrivalMs: this.firstArrival,
+      lastArrivalMs: this.lastArrival,
       peakConcurrency: this.peak,
       totalRequests: this.total,
     };
@@ -92,8 +108,11 @@ export class StatsRecorder {
   reset() {
     this.requestsByOperation = {};
     this.uploadsByHash = {};
+    this.answersByStatus = {};
     this.window = [];
     this.maxPerSecond = 0;
+    this.firstArrival = null;
+    this.lastArrival = null;
     this.peak = this.inFlight;
     this.total = 0;
   }

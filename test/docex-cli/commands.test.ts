@@ -196,7 +196,7 @@ describe('docex as a process', { timeout: 120_000 }, () => {
     const noKey = await world.docex(['folders', 'list'], { key: null });
     expect(noKey).toMatchObject({
       code: 2,
-      stderr: 'docex: no API key: set DOCEX_API_KEY or profiles.default.api_key_file in the config\n',
+      stderr: `docex: no API key: set DOCEX_API_KEY (or api_key_file in a profile of ${join(world.dir, 'no-config', 'docex', 'config.yaml')}, chosen with --profile)\n`,
     });
     expect((await world.docex(['folderz'])).code).toBe(2);
   });
@@ -289,7 +289,9 @@ profiles:
     await writeFile(config, 'profiles:\n  acme: { base_url: "not a url", api_key: x }\n');
     const bad = await world.run(['folders', 'list', '--config', config], { key: null });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`${config}:2 profiles.acme.base_url: Invalid URL`);
+    expect(bad.stderr).toContain(
+      `${config}:2 profiles.acme.base_url: must be a URL, e.g. https://api.example.com, not "not a url"`,
+    );
     expect(bad.stderr).toContain(`${config}:2 profiles.acme.api_key: unknown key`);
   });
 

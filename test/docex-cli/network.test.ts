@@ -87,7 +87,7 @@ describe('docex: each failure its message and exit code', () => {
       'unknown issuer',
       () => ({ base_url: emu.url }),
       EXIT.tlsUnknownIssuer,
-      /TLS: the certificate of docex-api\.test .* issued by "CN=Docex Test Root CA".*set api\.ca_file or NODE_EXTRA_CA_CERTS/,
+      /TLS: the certificate of docex-api\.test .* issued by "CN=Docex Test Root CA".*set profiles\.default\.ca_file in \S+\.yaml or NODE_EXTRA_CA_CERTS/,
     ],
     [
       'name mismatch',
@@ -123,7 +123,7 @@ describe('docex: each failure its message and exit code', () => {
       'connection refused',
       () => ({ base_url: 'https://127.0.0.1:1' }),
       EXIT.refused,
-      /connection refused by 127\.0\.0\.1:1 \(ECONNREFUSED\)/,
+      /connection refused by 127\.0\.0\.1:1 \(ECONNREFUSED\): nothing listens there; check the service URL \(profiles\.default\.base_url in \S+\.yaml\)/,
     ],
   ])('%s: exit %s', async (_name, api, code, message) => {
     const run = await docex({ max_retries: '0', ...api() } as Record<string, string>);

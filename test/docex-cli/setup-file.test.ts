@@ -47,7 +47,7 @@ describe('the setup file', () => {
   it('names the line and the key of a value outside an enum', () => {
     const message = errorOf(GOOD.replace('format: total_price', 'format: price'));
     expect(message).toMatch(
-      /^setup\.yaml: invalid\n {2}setup\.yaml:10 templates\[0\]\.fields\[0\]\.format: Invalid option: expected one of/,
+      /^setup\.yaml: invalid\n {2}setup\.yaml:10 templates\[0\]\.fields\[0\]\.format: must be one of: text, number, date, .*, not "price"$/,
     );
   });
 
@@ -59,7 +59,9 @@ describe('the setup file', () => {
       ),
     );
     expect(message).toContain('setup.yaml:7 templates[0].locale: unknown key');
-    expect(message).toMatch(/setup\.yaml:9 templates\[0\]\.fields\[0\]\.type: Invalid option/);
+    expect(message).toMatch(
+      /setup\.yaml:9 templates\[0\]\.fields\[0\]\.type: is missing: set it to one of: General fields, Line fields$/m,
+    );
   });
 
   it('reports colliding names with both lines', () => {

@@ -145,7 +145,7 @@ describe('the docex-sync package from a plain npm pack', () => {
       expect(result.status, command).toBe(2);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(
-        /^docex(-sync)? needs Node\.js 22 or newer, but this is Node\.js 2\d\.[^\n]*\n$/,
+        /^docex(-sync)? needs Node\.js 22 or newer, but this is Node\.js 2\d\.[^\n]*\nOr install [^\n]*the Debian package, or the release archive[^\n]*\n$/,
       );
       expect(result.stderr.startsWith(`${command} needs`)).toBe(true);
     }

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startEmulator } from '../../emulator/index.ts';
 import { catalog, useApi } from './helpers.ts';
 
@@ -14,9 +14,16 @@ describe('test controls', () => {
     expect((await api.call('GET', '/v1/fetch_all_folders/')).status).toBe(503);
     expect((await api.call('POST', '/v1/check_api_key/')).status).toBe(200);
     api.emu.faults.set({ rateLimit: { perSecond: 2, retryAfterSeconds: 3 } });
+    api.emu.resetStats();
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await api.call('POST', '/v1/check_api_key/'));
     expect(answers.map((a) => a.status)).toContain(429);
+    // Each answer is counted by its status, a refusal included (the burst measure reads the 429s);
+    // counted once the answer is finished, which may be just after the client has read it.
+    const refused = answers.filter((a) => a.status === 429).length;
+    await vi.waitFor(() =>
+      expect(api.emu.stats().answersByStatus).toEqual({ 200: 4 - refused, 429: refused }),
+    );
     expect(answers.find((a) => a.status === 429)!.headers.get('retry-after')).toBe('3');
     api.emu.faults.set({ dropRate: 1 });
     await expect(fetch(`${api.emu.url}/v1/check_api_key/`, { method: 'POST' })).rejects.toThrow();
@@ -35,9 +42,16 @@ describe('test controls', () => {
     const stats = (await (await fetch(`${api.emu.url}/__emulator/stats`)).json()) as {
       requestsByOperation: Record<string, number>;
       maxRequestsInOneSecond: number;
+      firstArrivalMs: number | null;
+      lastArrivalMs: number | null;
       peakConcurrency: number;
     };
     expect(stats.requestsByOperation.check_api_key).toBe(5);
+    // When the first and the last of them arrived: the span a burst's requests took at the service.
+    expect(stats.firstArrivalMs).toBeTypeOf('number');
+    expect(stats.lastArrivalMs).toBeGreaterThanOrEqual(stats.firstArrivalMs!);
+    api.emu.resetStats();
+    expect(api.emu.stats()).toMatchObject({ firstArrivalMs: null, lastArrivalMs: null });
     expect(stats.maxRequestsInOneSecond).toBeGreaterThanOrEqual(5);
     expect(stats.peakConcurrency).toBeGreaterThanOrEqual(1);
     const plain = await startEmulator({ port: 0 });

@@ -173,7 +173,8 @@ describe('Items in Parallel', () => {
           options: concurrency === undefined ? {} : { concurrency },
         },
         {
-          credentials: { baseUrl: fake.url, apiKey: 'k-parallel' },
+          // Far above the default rate (10/s): paced, at most one request would be in flight at a time.
+          credentials: { baseUrl: fake.url, apiKey: 'k-parallel', requestsPerSecond: 10_000 },
           items: Array.from({ length: 12 }, () => ({ json: {} })),
         },
       );

@@ -56,6 +56,7 @@ function prepareContainer() {
 export interface Credentials {
   baseUrl: string;
   apiKey: string;
+  requestsPerSecond?: number;
 }
 
 /** The part of n8n's CredentialsHelper the HTTP helper uses: decrypted data, generic authenticate. */
@@ -163,6 +164,11 @@ export async function runDocexOutputs(
   parameters: INodeParameters,
   options: RunOptions,
 ): Promise<INodeExecutionData[][]> {
+  return await new Docex().execute.call(executeContext(parameters, options));
+}
+
+/** The ExecuteContext runDocex runs the node in: for tests of the node's transport on its own. */
+export function executeContext(parameters: INodeParameters, options: RunOptions) {
   prepareContainer();
   const node = makeNode(
     'docex',
@@ -172,7 +178,7 @@ export async function runDocexOutputs(
   const workflow = makeWorkflow(node);
   const items = options.items ?? [{ json: {} }];
   const runExecutionData = workflowLib.createRunExecutionData();
-  const ctx = new core.ExecuteContext(
+  return new core.ExecuteContext(
     workflow,
     workflow.getNode(node.name)!,
     additionalData(options.credentials),
@@ -184,7 +190,6 @@ export async function runDocexOutputs(
     { node, data: { main: [items] }, source: { main: [{ previousNode: 'Start' }] } },
     [],
   );
-  return await new Docex().execute.call(ctx);
 }
 
 /** The binary data of an output item, read back through n8n-core. */

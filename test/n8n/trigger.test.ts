@@ -26,7 +26,9 @@ const byId = (id: number) => ({ __rl: true, mode: 'id', value: String(id) });
 
 beforeAll(async () => {
   emu = await startEmulator({ port: 0, taskDelayMs: 5, now: () => Date.now() + skewMs });
-  credentials = { baseUrl: emu.url, apiKey: emu.keys[0]! };
+  // Above the credential's default rate (10/s, tested in rate.test.ts): a poll of 130 documents
+  // would otherwise take its 13 s of pacing.
+  credentials = { baseUrl: emu.url, apiKey: emu.keys[0]!, requestsPerSecond: 1000 };
   client = createNodeClient({ baseUrl: emu.url, apiKey: emu.keys[0]!, retry: { maxRetries: 0 } });
   folderId = (await client.createFolder({ name: 'trigger tests' })).id;
 });

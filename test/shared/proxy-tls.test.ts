@@ -94,7 +94,9 @@ describe('TLS with a private CA', () => {
     const trusted = await run({ ...process.env, NODE_EXTRA_CA_CERTS: pki.caFile });
     expect(trusted.stdout.trim()).toBe('valid true');
     const without = await run({ ...process.env, NODE_EXTRA_CA_CERTS: '' });
-    expect(without.stdout).toMatch(/^error check_api_key: TLS: .*set api\.ca_file or NODE_EXTRA_CA_CERTS/);
+    expect(without.stdout).toMatch(
+      /^error check_api_key: TLS: .*set the caFile option or NODE_EXTRA_CA_CERTS/,
+    );
   });
 
   test('refused without the CA: the issuer and subject named, and what to set', async () => {
@@ -102,7 +104,7 @@ describe('TLS with a private CA', () => {
     expect(error).toBeInstanceOf(DocexTlsError);
     expect(error.reason).toBe('unknown-issuer');
     expect(error.message).toBe(
-      `check_api_key: TLS: the certificate of ${SERVICE_HOST} (subject CN=${SERVICE_HOST}) is issued by "CN=Docex Test Root CA", which this machine does not trust (UNABLE_TO_VERIFY_LEAF_SIGNATURE): set api.ca_file or NODE_EXTRA_CA_CERTS to the PEM file of the CA that issued it (a proxy that inspects TLS signs with the company's CA)`,
+      `check_api_key: TLS: the certificate of ${SERVICE_HOST} (subject CN=${SERVICE_HOST}) is issued by "CN=Docex Test Root CA", which this machine does not trust (UNABLE_TO_VERIFY_LEAF_SIGNATURE): set the caFile option or NODE_EXTRA_CA_CERTS to the PEM file of the CA that issued it (a proxy that inspects TLS signs with the company's CA)`,
     );
     expect(error.retryable).toBe(true); // the daemon holds files and tries later...
   });
@@ -129,7 +131,7 @@ describe('TLS with a private CA', () => {
     expect(error).toBeInstanceOf(DocexTlsError);
     expect(error.reason).toBe('name-mismatch');
     expect(error.message).toBe(
-      `check_api_key: TLS: the certificate presented for ${OTHER_HOST} (subject CN=${SERVICE_HOST}) is not valid for that name; it names DNS:${SERVICE_HOST} (ERR_TLS_CERT_ALTNAME_INVALID): use a host name of the certificate in the service URL (api.base_url), or have the certificate reissued`,
+      `check_api_key: TLS: the certificate presented for ${OTHER_HOST} (subject CN=${SERVICE_HOST}) is not valid for that name; it names DNS:${SERVICE_HOST} (ERR_TLS_CERT_ALTNAME_INVALID): use a host name of the certificate in the service URL (the baseUrl option), or have the certificate reissued`,
     );
   });
 
@@ -221,7 +223,7 @@ describe('through tinyproxy', () => {
     expect(error).toBeInstanceOf(DocexProxyAuthError);
     expect(error.retryable).toBe(true);
     expect(error.message).toBe(
-      `check_api_key: the proxy ${authProxy.url} requires authentication (407 Proxy Authentication Required): give http://USER:PASSWORD@host:port in api.proxy or HTTPS_PROXY`,
+      `check_api_key: the proxy ${authProxy.url} requires authentication (407 Proxy Authentication Required): give http://USER:PASSWORD@host:port in the proxy option or HTTPS_PROXY`,
     );
   });
 
@@ -232,7 +234,7 @@ describe('through tinyproxy', () => {
     )) as DocexProxyAuthError;
     expect(error).toBeInstanceOf(DocexProxyAuthError);
     expect(error.message).toBe(
-      `check_api_key: the proxy http://[REDACTED]@127.0.0.1:${authProxy.port} refused its user name and password (401 Unauthorized): correct them in api.proxy or HTTPS_PROXY`,
+      `check_api_key: the proxy http://[REDACTED]@127.0.0.1:${authProxy.port} refused its user name and password (401 Unauthorized): correct them in the proxy option or HTTPS_PROXY`,
     );
     expect(everythingOf(error)).not.toContain('not-the-password');
     expect(everythingOf(error)).not.toContain('alice');
@@ -255,7 +257,7 @@ describe('through tinyproxy', () => {
     )) as DocexProxyError;
     expect(error).toBeInstanceOf(DocexProxyError);
     expect(error.message).toBe(
-      `check_api_key: the proxy http://127.0.0.1:${closed} cannot be reached: connection refused (ECONNREFUSED); check HTTPS_PROXY / HTTP_PROXY or api.proxy, or exempt the service with NO_PROXY`,
+      `check_api_key: the proxy http://127.0.0.1:${closed} cannot be reached: connection refused (ECONNREFUSED); check HTTPS_PROXY / HTTP_PROXY or the proxy option, or exempt the service with NO_PROXY`,
     );
   });
 
@@ -369,7 +371,7 @@ describe("the client's promises hold through the proxy", () => {
       );
       expect(error).toBeInstanceOf(DocexProxyError);
       expect((error as Error).message).toBe(
-        `check_api_key: the proxy ${silentUrl} cannot be reached: no answer within 300 ms (ETIMEDOUT); check HTTPS_PROXY / HTTP_PROXY or api.proxy, or exempt the service with NO_PROXY`,
+        `check_api_key: the proxy ${silentUrl} cannot be reached: no answer within 300 ms (ETIMEDOUT); check HTTPS_PROXY / HTTP_PROXY or the proxy option, or exempt the service with NO_PROXY`,
       );
     } finally {
       for (const socket of held) socket.destroy();

@@ -12,36 +12,8 @@ import { jitterProxy } from '../support/jitter-proxy.ts';
 import { startEmulator, DEFAULT_COMPANIES, type Emulator } from '../../emulator/index.ts';
 import { SendRateLimiter, type SendTicket } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
+import { simulatedClock } from '../support/simulated-clock.ts';
 import { maxInWindow } from '../support/windows.ts';
-
-/** A simulated clock: sleeps and scheduled callbacks run in time order, instantly. */
-function simulatedClock() {
-  let now = 0;
-  const timers: Array<{ at: number; run: () => void }> = [];
-  const schedule = (ms: number, run: () => void) => {
-    timers.push({ at: now + ms, run });
-    timers.sort((a, b) => a.at - b.at);
-  };
-  return {
-    now: () => now,
-    schedule,
-    sleep: (ms: number, signal?: AbortSignal) =>
-      new Promise<void>((resolve, reject) => {
-        schedule(ms, resolve);
-        signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
-      }),
-    /** Runs timers until none are left (letting promises settle in between). */
-    async drain() {
-      for (;;) {
-        for (let i = 0; i < 20; i++) await Promise.resolve();
-        const next = timers.shift();
-        if (!next) return;
-        now = Math.max(now, next.at);
-        next.run();
-      }
-    },
-  };
-}
 
 describe('SendRateLimiter (simulated clock)', () => {
   test('spaces requests evenly: one every (window + margin) / limit', async () => {

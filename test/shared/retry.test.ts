@@ -428,6 +428,42 @@ describe('maxRetries', () => {
   });
 });
 
+describe('rateLimitBudgetMs', () => {
+  test('a 429 goes on past maxRetries while the retry starts within the budget, then reaches the caller', async () => {
+    const clock = fakeClock(0);
+    const seen = script(
+      'upload_file',
+      Array.from({ length: 20 }, (): [number, unknown, Record<string, string>] => [
+        429,
+        '',
+        { 'retry-after': '10' },
+      ]),
+    );
+    const client = fakeTimeClient({ ...clock, retry: { maxRetries: 1, rateLimitBudgetMs: 60_000 } });
+    const error = await caught(callOf(client, 'upload_file'));
+    expect(error).toBeInstanceOf(DocexRateLimitError);
+    // Attempts at 0, 10, ..., 60 s: the retry at 70 s would start after the budget.
+    expect(seen.count).toBe(7);
+    expect(clock.sleep.calls).toEqual([10_000, 10_000, 10_000, 10_000, 10_000, 10_000]);
+    nock.cleanAll();
+  });
+
+  test('a 429 within the budget ends in the answer; other failures still stop at maxRetries', async () => {
+    const clock = fakeClock(0);
+    const client = fakeTimeClient({ ...clock, retry: { maxRetries: 1, rateLimitBudgetMs: 60_000 } });
+    script('upload_file', [...Array.from({ length: 5 }, (): [number] => [429]), ok('upload_file')]);
+    await expect(callOf(client, 'upload_file')).resolves.toMatchObject({ task_id: 't' });
+
+    const seen = script(
+      'fetch_folder',
+      Array.from({ length: 5 }, (): [number] => [503]),
+    );
+    await caught(callOf(client, 'fetch_folder'));
+    expect(seen.count).toBe(2);
+    nock.cleanAll();
+  });
+});
+
 describe('logging', () => {
   test('each retry is logged as a warning with the operation, attempt and delay, without the key', async () => {
     script('fetch_folder', [[503, `down for ${KEY}`], ok('fetch_folder')]);

@@ -9,6 +9,7 @@ import {
   fileNameFromContentDisposition,
   generalFieldsOf,
   lineItemsOf,
+  lineItemTable,
   readFieldValue,
   safeFileName,
   schemas,
@@ -325,6 +326,25 @@ describe('field values', () => {
     ]);
     expect(lineItemsOf({ General_fields: null, Line_fields: {} })).toEqual([]);
     expect(lineItemsOf({ General_fields: null, Line_fields: null })).toEqual([]);
+  });
+
+  test('lineItemTable: the lines of lineItemsOf one at a time, its columns in the order their keys come', () => {
+    const shapes: Array<Record<string, unknown> | unknown[] | null> = [
+      { sku: [{ value: 'A', confidence: 0.9 }, ['B', 0.7]], qty: { values: [2, 3], confidences: [0.8] } },
+      { b: ['x'], empty: [], 7: ['seven', 'sept'], a: ['1', '2', '3'] }, // '7' comes first in any object's keys
+      [{ sku: 'A' }, 'junk', { qty: 2, sku: 'B' }, null, { note: 'n', 1: 'one' }],
+      { only: 'one' },
+      {},
+      null,
+    ];
+    for (const Line_fields of shapes) {
+      const data = { General_fields: null, Line_fields: Line_fields as Record<string, unknown> | null };
+      const lines = lineItemsOf(data);
+      const table = lineItemTable(data);
+      expect(table.count).toBe(lines.length);
+      expect(Array.from({ length: table.count }, (_, i) => table.line(i))).toEqual(lines);
+      expect(table.names).toEqual([...new Set(lines.flatMap((line) => Object.keys(line)))]);
+    }
   });
 });
 

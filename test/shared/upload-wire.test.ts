@@ -16,9 +16,8 @@ import { KEY, localServer, pattern, type LocalServer } from '../support/client.t
 
 const MiB = 1024 * 1024;
 
-/** Files around the chunk size (1 MiB): empty, one byte, one chunk exactly, chunks and a remainder. */
+/** Files around the chunk size (1 MiB): one byte, one chunk exactly, chunks and a remainder (an empty one is never sent, below). */
 const FILES: Array<[string, number]> = [
-  ['empty.pdf', 0],
   ['one-byte.pdf', 1],
   ['one-chunk.pdf', MiB],
   ['chunks-and-a-rest.pdf', 3 * MiB + 12_345],
@@ -99,4 +98,39 @@ describe.each([
     // Buffer.equals, not toEqual: a 7 MB diff would drown the report.
     expect(body.equals(expected)).toBe(true);
   });
+});
+
+test('an empty file, from a path or in memory, is refused before a byte is sent, naming it', async () => {
+  const transport = new NodeTransport({ baseUrl: server.url, apiKey: KEY });
+  const empty = join(dir, 'empty.pdf');
+  await writeFile(empty, '');
+  received.length = 0;
+  const upload = (file: FileInput) =>
+    transport.send({
+      operation: 'upload_file',
+      method: 'POST',
+      path: '/v1/upload_file/',
+      query: [],
+      headers: {},
+      body: {
+        type: 'multipart',
+        parts: [
+          {
+            name: 'files',
+            file: { path: join(dir, 'one-byte.pdf') },
+            fileName: 'one-byte.pdf',
+            contentType: 'application/pdf',
+          },
+          { name: 'files', file, fileName: 'empty.pdf', contentType: 'application/pdf' },
+        ],
+      },
+      responseType: 'json',
+    });
+  await expect(upload({ path: empty })).rejects.toThrow(
+    `upload_file: "${empty}" is empty (0 bytes): nothing was sent; give a file with content`,
+  );
+  await expect(upload({ data: new Uint8Array(0), fileName: 'scan.pdf' })).rejects.toThrow(
+    'upload_file: "scan.pdf" is empty (0 bytes): nothing was sent; give a file with content',
+  );
+  expect(received).toEqual([]);
 });

@@ -11,7 +11,8 @@ export const command: Command<SyncIo> = {
   description: `Approves documents a review rule held (docex-sync status lists them with their reasons): the running
 daemon moves their results from review_dir into output and their original on to the processed folder
 (a daemon that is not running does it when it next starts). Name files by name, path or pattern
-(* within a name, ** across folders), as found or as waiting in review_dir, or give --all.`,
+(* within a name, ** across folders), as found or as waiting in review_dir, or give --all.
+A name that names no file waiting for review is an error (exit 2); the others are still approved.`,
   flags: [{ name: 'all', help: 'every file waiting for review' }],
   maxArgs: Infinity,
   async run(options, io) {
@@ -29,25 +30,31 @@ daemon moves their results from review_dir into output and their original on to 
         import('../engine/approve.ts'),
       ]);
     const { config, out } = open(options, io);
+    // A name that names nothing waiting is a mistake to say (exit 2), not a silent no-op; the
+    // other names given are still approved.
+    const unknown = (names: string[]) => {
+      for (const name of names)
+        io.stderr.write(
+          `docex-sync approve: ${name}: no file waiting for review has this name, path or pattern (docex-sync review list shows them)\n`,
+        );
+      return names.length > 0 ? EXIT.usage : EXIT.ok;
+    };
     if (!existsSync(config.state_db)) {
       out('0 file(s) approved: there is no state DB yet.');
-      return EXIT.ok;
+      return unknown(patterns);
     }
     const db = new StateDb(config.state_db);
+    let unmatched: string[] = [];
     try {
-      const ids = all
-        ? 'all'
-        : namedIds(db.inReview(1_000_000), patterns, (r) =>
-            r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]],
-          );
+      let ids: number[] | 'all' = 'all';
+      if (!all)
+        ({ ids, unmatched } = namedIds(db.inReview(1_000_000), patterns, (r) =>
+          r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]],
+        ));
       const { approved, skipped } = approveReviewed({ db, config, now: io.now }, ids);
       for (const s of skipped)
         io.stderr.write(
           `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
-        );
-      if (ids !== 'all' && ids.length === 0)
-        io.stderr.write(
-          `docex-sync approve: no file waiting for review matches ${patterns.join(', ')} (docex-sync status lists them)\n`,
         );
       const running = approved.length > 0 && db.daemonRunning();
       out(
@@ -62,6 +69,6 @@ daemon moves their results from review_dir into output and their original on to 
     } finally {
       db.close();
     }
-    return EXIT.ok;
+    return unknown(unmatched);
   },
 };

@@ -7,6 +7,7 @@ import { createNodeClient } from '@docex/shared/node';
 import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isOn, type Options } from '../common/args.ts';
+import { syncTerms } from '../common/api-config.ts';
 import { apiKeyFrom, baseUrlFrom, connectionFrom, loadConfig, type Config } from '../common/config.ts';
 import { createLogger } from '../common/logging.ts';
 import { configFileOf, type SyncIo } from './io.ts';
@@ -57,6 +58,7 @@ function nodeClient(config: Config, io: SyncIo, debug: boolean, log?: Logger): D
     retry: { maxRetries: config.api.max_retries },
     logger: log,
     userAgent: `docex-sync/${packageJson.version}`,
+    terms: syncTerms(config),
     maxResponseBytes: MAX_ANSWER_BYTES,
   });
 }

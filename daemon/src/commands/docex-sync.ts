@@ -49,8 +49,21 @@ export const PROGRAM: Program<SyncIo> = {
     // Config mistakes found outside the file's own checks (the key, the base URL) still name it.
     const configFile = options && (text(options, 'config') ?? io.env.DOCEX_SYNC_CONFIG);
     const named = error instanceof ConfigError && configFile && !message.startsWith(configFile);
-    io.stderr.write(`${where}: ${named ? `${configFile}: ` : ''}${message}\n`);
-    const { exitCodeFor } = await import('../common/exit.ts');
+    const [{ exitCodeFor }, { withHint }, { syncTerms }, { loadConfig }] = await Promise.all([
+      import('../common/exit.ts'),
+      import('../common/failure-hints.ts'),
+      import('../common/api-config.ts'),
+      import('../common/config.ts'),
+    ]);
+    // A refused key or an address where no service answers: what to do, in docex-sync's terms.
+    const hinted = withHint(message, error, () => {
+      try {
+        return syncTerms(configFile ? loadConfig(configFile) : undefined);
+      } catch {
+        return syncTerms();
+      }
+    });
+    io.stderr.write(`${where}: ${named ? `${configFile}: ` : ''}${hinted}\n`);
     return exitCodeFor(error);
   },
 };

@@ -9,7 +9,8 @@ export const command: Command<SyncIo> = {
   name: 'retry',
   usage: 'docex-sync retry --config FILE (--all | NAME_OR_PATTERN ...)',
   description: `Moves failed files back into their watched folder (their .error.json is removed); the daemon picks them up
-again as new files. Name files by name, path or pattern (* within a name, ** across folders), or give --all.`,
+again as new files. Name files by name, path or pattern (* within a name, ** across folders), or give --all.
+A name that names no failed file is an error (exit 2); the others are still retried.`,
   flags: [{ name: 'all', help: 'every failed file' }],
   maxArgs: Infinity,
   async run(options, io) {
@@ -25,22 +26,31 @@ again as new files. Name files by name, path or pattern (* within a name, ** acr
       import('../engine/retry.ts'),
     ]);
     const { config, out } = open(options, io);
+    // A name that names no failed file is a mistake to say (exit 2), not a silent no-op; the
+    // other names given are still retried.
+    const unknown = (names: string[]) => {
+      for (const name of names)
+        io.stderr.write(
+          `docex-sync retry: ${name}: no failed file has this name, path or pattern (docex-sync status lists them)\n`,
+        );
+      return names.length > 0 ? EXIT.usage : EXIT.ok;
+    };
     if (!existsSync(config.state_db)) {
       out('0 failed file(s) re-queued: there is no state DB yet.');
-      return EXIT.ok;
+      return unknown(patterns);
     }
     const db = new StateDb(config.state_db);
+    let unmatched: string[] = [];
     try {
-      const ids = all ? 'all' : namedIds(db.inState('failed', 1_000_000), patterns);
+      let ids: number[] | 'all' = 'all';
+      if (!all) ({ ids, unmatched } = namedIds(db.inState('failed', 1_000_000), patterns));
       const { retried, skipped } = await retryFailed({ db, config, now: io.now }, ids);
       for (const s of skipped)
         io.stderr.write(`docex-sync retry: not retried: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`);
       out(`${retried.length} failed file(s) re-queued.`);
-      if (ids !== 'all' && ids.length === 0)
-        io.stderr.write(`docex-sync retry: no failed file matches ${patterns.join(', ')}\n`);
     } finally {
       db.close();
     }
-    return EXIT.ok;
+    return unknown(unmatched);
   },
 };

@@ -38,6 +38,11 @@ export const COMMANDS: ReadonlyArray<CommandRow<SyncIo>> = [
     load: async () => (await import('./approve.ts')).command,
   },
   {
+    name: 'review list',
+    summary: 'the documents waiting for review, with the rules that held them (--json for machines)',
+    load: async () => (await import('./review-list.ts')).command,
+  },
+  {
     name: 'prune',
     summary: 'delete what retention says is old enough (--dry-run: only print it)',
     load: async () => (await import('./prune.ts')).command,

@@ -7,14 +7,31 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod/v4';
-import { formatRequestTrace, parseProxyUrl, type RequestTrace } from '@docex/shared';
+import { formatRequestTrace, parseProxyUrl, type RequestTrace, type SettingTerms } from '@docex/shared';
 import { ConfigError } from './errors.ts';
 
 export const positiveInt = z.number().int().positive();
 
+/**
+ * A base URL ending in /v1 is refused, never shortened behind the user's back: every request adds
+ * /v1/... itself (it would ask for /v1/v1/...), and the docs, the n8n credential and both binaries
+ * say "the address without /v1" (docs/decisions.md, "Base URL").
+ */
+export function baseUrlProblem(url: string): string | undefined {
+  const trimmed = url.replace(/\/+$/, '');
+  if (!/\/v1$/i.test(trimmed)) return undefined;
+  return `"${url}" ends in /v1: give the service's address without it, ${trimmed.slice(0, -3)} (every request adds /v1/... itself)`;
+}
+
 /** How to reach the service: the daemon's `api:` section, and each profile of docex's config (docs/cli.md). */
 export const ApiSection = z.strictObject({
-  base_url: z.url().optional(),
+  base_url: z
+    .url()
+    .check((ctx) => {
+      const problem = baseUrlProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', input: ctx.value, message: problem });
+    })
+    .optional(),
   api_key_file: z.string().optional(),
   concurrency: positiveInt.default(4),
   requests_per_second: positiveInt.default(10),
@@ -29,8 +46,26 @@ export const ApiSection = z.strictObject({
 });
 export type ApiSettings = z.output<typeof ApiSection>;
 
+/**
+ * docex-sync's words for its settings in messages (shared/src/core/hints.ts): its config's `api:`
+ * keys, and DOCEX_BASE_URL when the config gives no base_url.
+ */
+export function syncTerms(config?: { api: ApiSettings }): SettingTerms {
+  return {
+    baseUrl: config && !config.api.base_url ? 'DOCEX_BASE_URL' : 'api.base_url',
+    apiKey: 'DOCEX_API_KEY (or api.api_key_file)',
+    proxy: 'api.proxy',
+    caFile: 'api.ca_file',
+  };
+}
+
 /** The API key: DOCEX_API_KEY, else the key file named in the config. Never logged. */
-export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
+export function apiKeyFrom(
+  config: { api: ApiSettings },
+  env: NodeJS.ProcessEnv,
+  section = 'api',
+  terms: SettingTerms = syncTerms(config),
+): string {
   if (env.DOCEX_API_KEY) return env.DOCEX_API_KEY.trim();
   if (config.api.api_key_file) {
     try {
@@ -41,12 +76,16 @@ export function apiKeyFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv,
       );
     }
   }
-  throw new ConfigError(`no API key: set DOCEX_API_KEY or ${section}.api_key_file in the config`);
+  throw new ConfigError(`no API key: set ${terms.apiKey}`);
 }
 
+/** The base URL: the config's (checked when it was read), else DOCEX_BASE_URL, checked here. */
 export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
   const url = config.api.base_url ?? env.DOCEX_BASE_URL;
   if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
+  const problem = baseUrlProblem(url);
+  if (problem)
+    throw new ConfigError(`${config.api.base_url ? `${section}.base_url` : 'DOCEX_BASE_URL'}: ${problem}`);
   return url;
 }
 

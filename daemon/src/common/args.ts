@@ -116,7 +116,9 @@ export function parseFlags(
     const flag = negated ? { name: given.name.slice(3), value: false } : given;
     const spec = byName.get(flag.name);
     if (!spec) {
-      const known = specs.map((s) => `--${s.name}`);
+      // Every spelling a command accepts, its other ones too (docex's --template for --template_id):
+      // a typo of any of them is close to the one meant.
+      const known = specs.flatMap((s) => [s.name, ...(s.aliases ?? [])].map((n) => `--${n}`));
       // A one-letter name was given as -x (every long name is longer).
       const given = flag.name.length === 1 ? `-${flag.name}` : `--${flag.name}`;
       throw new UsageError(

@@ -3,20 +3,17 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { resultSettings } from '../outputs/result-settings.ts';
-import { nodeCron } from './lazy.ts';
+import { CONFIG_MEANINGS } from './config-meanings.ts';
+import { cronProblem } from './cron.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
 import { ApiSection, positiveInt } from './api-config.ts';
 import { invalidFile, readYamlFile } from './yaml.ts';
 import { parseNamePattern } from './names.ts';
 
-/** Checked with node-cron's own validator, so `run` never meets an expression it refuses. */
+/** Checked when the config is read (common/cron.ts), so `run` never meets a schedule it cannot keep. */
 const cron = z.string().check((ctx) => {
-  if (!nodeCron().validate(ctx.value))
-    ctx.issues.push({
-      code: 'custom',
-      input: ctx.value,
-      message: `"${ctx.value}" is not a valid cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, each in range, e.g. "*/5 * * * *" or "0 2 * * 1-5"`,
-    });
+  const problem = cronProblem(ctx.value);
+  if (problem) ctx.issues.push({ code: 'custom', input: ctx.value, message: problem });
 });
 
 /**
@@ -75,8 +72,12 @@ const ReviewSection = z.strictObject({
 });
 export type ReviewSettings = z.output<typeof ReviewSection>;
 
-/** A subfolder of a watch sent with its own template or folder and metadata. */
-const Route = z.strictObject({
+/**
+ * A subfolder of a watch sent with its own template or folder, and whatever else it sets instead of
+ * its watch. A key added here says in routeSettings (route-settings.ts) whether the watch's setting
+ * applies when the route leaves it out (test/daemon/common/route-settings.test.ts fails until then).
+ */
+export const Route = z.strictObject({
   /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
   match: z.string().min(1),
   /** How status and the page name the route (default: match). */
@@ -132,6 +133,11 @@ const WatchFolder = z.strictObject({
   /** With polling: how often each folder and file is looked at. */
   polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
+  /**
+   * How often a rescan reads every folder (default an hour, engine/watcher.ts): the other rescans
+   * read only the folders that changed. Optional in the type so watches made in code need not say.
+   */
+  full_rescan_interval_ms: z.number().int().min(1000).optional(),
   metadata: z.string().optional(),
   /**
    * Subfolders mapped to a template or folder, first match wins. With routes, a file in a subfolder
@@ -287,6 +293,7 @@ export function loadConfig(file: string): Config {
   const { data: config, at } = readYamlFile(file, ConfigSchema, {
     invalid: 'invalid config',
     recheck: `docex-sync check --config ${file}`,
+    meanings: CONFIG_MEANINGS,
   });
   const base = dirname(resolve(file));
   const abs = (p: string) => resolve(base, p);

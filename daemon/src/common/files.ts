@@ -125,18 +125,27 @@ export function tempSuffix(): string {
   return lastTempNumber.toString(16).padStart(8, '0');
 }
 
+/** Text written as it is made (a large document's results): each piece written before the next is made. */
+export type Pieces = AsyncIterable<string>;
+
 /**
  * Writes through a temp file, flushed to disk, and a rename: a reader never sees half a file, and
- * after a power loss the file is either the old one or the whole new one.
+ * after a power loss the file is either the old one or the whole new one. `data` may come in
+ * pieces, written in turn: a large file is never held whole in memory, nor made in one go.
  */
-export async function writeAtomic(path: string, data: string | Uint8Array) {
+export async function writeAtomic(path: string, data: string | Uint8Array | Pieces) {
   const dir = dirname(path);
   await ensureFolder(dir);
   const temp = join(dir, `.${basename(path)}.${tempSuffix()}.tmp`);
   try {
     const file = await open(temp, 'wx');
     try {
-      await file.writeFile(data);
+      if (typeof data === 'string' || data instanceof Uint8Array) await file.writeFile(data);
+      else
+        for await (const piece of data) {
+          const bytes = Buffer.from(piece);
+          for (let at = 0; at < bytes.length;) at += (await file.write(bytes, at)).bytesWritten;
+        }
       await file.datasync();
     } finally {
       await file.close();
@@ -217,18 +226,72 @@ const exists = (p: string) =>
   );
 
 /**
- * A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ...
- * With `linkOf`, a name that is already a hard link of that file is given too (see moveInto).
+ * The n-th name of the one rule every free name follows (originals, failed files, result sets):
+ * "a", "a (2)", "a (3)", ..., before the extension.
  */
-export async function freeTarget(dir: string, rel: string, linkOf?: string): Promise<string> {
+export const nthName = (stem: string, n: number): string => (n === 1 ? stem : `${stem} (${n})`);
+
+/**
+ * Names a free-name search gave out whose files are not there yet (a move or a write still to come),
+ * each held by one file (its state DB row id): a later search skips them, so two files that want one
+ * name at the same moment never both get it. The holder releases its name once the file is there.
+ */
+export class Reservations {
+  private readonly held = new Map<string, number>();
+
+  /** Holds `name` for `holder`: false when another holder has it. */
+  take(name: string, holder: number): boolean {
+    const current = this.held.get(name);
+    if (current !== undefined && current !== holder) return false;
+    this.held.set(name, holder);
+    return true;
+  }
+
+  /** Gives `name` back (only its holder can). */
+  release(name: string, holder: number) {
+    if (this.held.get(name) === holder) this.held.delete(name);
+  }
+
+  holderOf(name: string): number | undefined {
+    return this.held.get(name);
+  }
+}
+
+/** How a free-name search tells a free name (see freeTarget). */
+export interface FreeNameOptions {
+  /** A name that is already a hard link of this file is given too (see moveInto). */
+  linkOf?: string;
+  /** A name another file holds here is skipped; the name given is held for `holder` (released by the caller once its file is there). */
+  reserve?: { in: Reservations; holder: number };
+  /** Whether a name is free; default: nothing is there. A failed file's name is free only with no failure report beside it either. */
+  free?: (candidate: string) => Promise<boolean>;
+}
+
+/** Nothing is there by that name. */
+export const nothingThere = async (path: string) => !(await exists(path));
+
+/** A failed file's place: neither a file nor a failure report (`<name>.error.json`) there. */
+export const noFailureThere = async (path: string) =>
+  (await nothingThere(path)) && (await nothingThere(`${path}.error.json`));
+
+/** A failure report's place, the file itself gone: no other report there (a file of ours without one may be). */
+export const noReportThere = (path: string) => nothingThere(`${path}.error.json`);
+
+/** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... (FreeNameOptions). */
+export async function freeTarget(dir: string, rel: string, options: FreeNameOptions = {}): Promise<string> {
+  const { linkOf, reserve, free = nothingThere } = options;
   const parts = rel.split(/[\\/]/).map((p) => safeFileName(p));
   const wanted = inside(dir, parts.join(sep));
   const ext = extname(wanted);
   const stem = wanted.slice(0, wanted.length - ext.length);
   for (let n = 1; ; n++) {
-    const candidate = n === 1 ? wanted : `${stem} (${n})${ext}`;
-    if (!(await exists(candidate))) return candidate;
+    const candidate = `${nthName(stem, n)}${ext}`;
+    // Held before the await: two searches at the same moment never give out one name.
+    const heldBefore = reserve?.in.holderOf(candidate);
+    if (reserve && !reserve.in.take(candidate, reserve.holder)) continue;
+    if (await free(candidate)) return candidate;
     if (linkOf !== undefined && (await sameFile(linkOf, candidate))) return candidate;
+    if (reserve && heldBefore === undefined) reserve.in.release(candidate, reserve.holder);
   }
 }
 
@@ -244,10 +307,15 @@ async function sameFile(a: string, b: string): Promise<boolean> {
  * copy that refuses to overwrite, then the delete; rename where links are not supported. Two files
  * given the same name at the same moment (names from the data) both keep theirs. Returns the new path.
  */
-export async function moveInto(source: string, dir: string, rel: string): Promise<string> {
+export async function moveInto(
+  source: string,
+  dir: string,
+  rel: string,
+  free: FreeNameOptions['free'] = nothingThere,
+): Promise<string> {
   let remade = false;
   for (;;) {
-    const target = await freeTarget(dir, rel, source);
+    const target = await freeTarget(dir, rel, { linkOf: source, free });
     const folder = dirname(target);
     await ensureFolder(folder);
     try {

@@ -9,6 +9,7 @@ import type { Document, LineCounter } from 'yaml';
 import type { z } from 'zod/v4';
 import { ConfigError } from './errors.ts';
 import { yaml } from './lazy.ts';
+import { plainWords, type KeyMeanings } from './plain-words.ts';
 import { didYouMean } from './suggest.ts';
 
 export type Path = ReadonlyArray<PropertyKey>;
@@ -34,6 +35,8 @@ export interface YamlOptions {
   invalid?: string;
   /** The command that checks the file again once fixed, for a syntax error's last line. */
   recheck?: string;
+  /** What its keys mean, for "is missing: set it to ..." (common/plain-words.ts). */
+  meanings?: KeyMeanings;
 }
 
 /**
@@ -86,6 +89,26 @@ function syntaxProblem(
 export const invalidFile = (file: string, problems: string[], invalid = 'invalid') =>
   new ConfigError(`${file}: ${invalid}\n${problems.map((p) => `  ${p}`).join('\n')}`, problems);
 
+/**
+ * `data` checked with `schema`: its value, or one line `<at(path)>: message` per mistake, each in the
+ * file's own words (common/plain-words.ts), unknown keys with "did you mean".
+ */
+export function check<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  at: (path: Path) => string,
+  meanings?: KeyMeanings,
+): { success: true; data: z.output<S> } | { success: false; problems: string[] } {
+  const parsed = schema.safeParse(data, { reportInput: true, error: plainWords(schema, meanings) });
+  if (parsed.success) return { success: true, data: parsed.data };
+  const problems = parsed.error.issues.flatMap((issue) => {
+    if (issue.code !== 'unrecognized_keys') return [`${at(issue.path)}: ${issue.message}`];
+    const known = keysAt(schema, issue.path);
+    return issue.keys.map((key) => `${at([...issue.path, key])}: unknown key${didYouMean(key, known)}`);
+  });
+  return { success: false, problems };
+}
+
 /** Parses `text` (named `file` in messages) and checks it with `schema`. */
 export function parseYaml<S extends z.ZodType>(
   text: string,
@@ -102,16 +125,9 @@ export function parseYaml<S extends z.ZodType>(
     const line = lineOf(path);
     return `${file}${line ? `:${line}` : ''} ${keyPath(path)}`;
   };
-  const parsed = schema.safeParse(doc.toJS() ?? {});
-  if (!parsed.success) {
-    const problems = parsed.error.issues.flatMap((issue) => {
-      if (issue.code !== 'unrecognized_keys') return [`${at(issue.path)}: ${issue.message}`];
-      const known = keysAt(schema, issue.path);
-      return issue.keys.map((key) => `${at([...issue.path, key])}: unknown key${didYouMean(key, known)}`);
-    });
-    throw invalidFile(file, problems, options.invalid);
-  }
-  return { data: parsed.data, file, lineOf, at };
+  const checked = check(schema, doc.toJS() ?? {}, at, options.meanings);
+  if (!checked.success) throw invalidFile(file, checked.problems, options.invalid);
+  return { data: checked.data, file, lineOf, at };
 }
 
 export function readYamlFile<S extends z.ZodType>(

@@ -27,7 +27,8 @@ export const PROGRAM: Program = {
   commands: COMMANDS,
   globalFlags: GLOBAL_FLAGS,
   moreCommands: async () => (await import('./commands.ts')).OPERATION_ROWS,
-  fail: async (error, where, _options, io) => (await import('./failure.ts')).failure(error, where, io),
+  fail: async (error, where, options, io) =>
+    (await import('./failure.ts')).failure(error, where, io, options),
 };
 
 export function main(argv: string[], io: Io = processIo()): Promise<number> {

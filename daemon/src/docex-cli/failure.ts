@@ -3,14 +3,30 @@
  * too with DOCEX_DEBUG, and the exit code of docs/cli.md.
  */
 import { DocexInputError } from '@docex/shared';
+import { text, type Options } from '../common/args.ts';
 import type { Io } from '../common/command.ts';
 import { ConfigError, UsageError } from '../common/errors.ts';
 import { EXIT, exitCodeFor } from '../common/exit.ts';
+import { withHint } from '../common/failure-hints.ts';
+import { docexTerms, settingsFor } from './profile.ts';
 import { PlanError } from './setup/plan.ts';
 
+/** docex's terms for the profile the command used (its own, if the profiles cannot be read now). */
+function termsOf(options: Options | undefined, env: NodeJS.ProcessEnv) {
+  const selection = options ? { profile: text(options, 'profile'), config: text(options, 'config') } : {};
+  try {
+    return docexTerms(settingsFor(selection, env), env);
+  } catch {
+    return docexTerms({ api: {} }, env);
+  }
+}
+
 /** A failed docex command: one line on stderr (the stack too with DOCEX_DEBUG), and its exit code. */
-export function failure(error: unknown, where: string, io: Io): number {
-  const message = error instanceof Error ? error.message : String(error);
+export function failure(error: unknown, where: string, io: Io, options?: Options): number {
+  // A refused key or an address where no service answers: what to do, in docex's terms.
+  const message = withHint(error instanceof Error ? error.message : String(error), error, () =>
+    termsOf(options, io.env),
+  );
   // Usage errors name their command ("docex rerun: ..."); others get the program's name.
   const prefix = error instanceof UsageError ? where : 'docex';
   io.stderr.write(message.startsWith('docex ') ? `${message}\n` : `${prefix}: ${message}\n`);

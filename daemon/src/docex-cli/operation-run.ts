@@ -3,10 +3,11 @@
  * and its answer printed: JSON or a table, a download saved or piped, an upload's extracted values.
  */
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import {
   generalFieldsOf,
   lineItemsOf,
+  type ApiKeyCheck,
   type BinaryResult,
   type OperationName,
   type TaskResult,
@@ -34,23 +35,48 @@ async function writeBinary(ctx: Context, result: BinaryResult, output: string | 
   ctx.out(ctx.json ? json({ file: path, bytes }) : `Saved ${path} (${bytes} bytes)`);
 }
 
+/**
+ * check_api_key for people: whether the key is valid, then what else the service said, once (the
+ * answer as sent repeats `valid`).
+ */
+function keyCheck(answer: ApiKeyCheck): Record<string, unknown> {
+  const raw = answer.details;
+  const said = raw && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [];
+  return { valid: answer.valid, ...Object.fromEntries(said.filter(([key]) => key !== 'valid')) };
+}
+
 const printResult = (ctx: Context, result: unknown, command: OperationCommand) => {
   if (result === undefined) {
     if (!ctx.json) ctx.out(`Done: ${command.spec.description.toLowerCase()}.`);
     return;
   }
-  ctx.out(ctx.json ? json(result) : render(result));
+  if (ctx.json) ctx.out(json(result));
+  else ctx.out(render(command.operation === 'check_api_key' ? keyCheck(result as ApiKeyCheck) : result));
 };
 
-/** A finished task for people: its file and status, then the extracted values and line items. */
-function extracted(task: TaskResult): string {
+/** The name of the one file uploaded (its tasks are that file's), else undefined. */
+function onlyFileName(input: Record<string, unknown>): string | undefined {
+  const files = Array.isArray(input.files)
+    ? (input.files as Array<{ path?: string; fileName?: string }>)
+    : [];
+  const [file] = files;
+  if (files.length !== 1 || !file) return undefined;
+  return file.fileName ?? (file.path ? basename(file.path) : undefined);
+}
+
+/**
+ * A finished task for people: its file and status, then the extracted values and line items. The
+ * file is the document's name, else the uploaded file's when there was one; the task id is said once.
+ */
+function extracted(task: TaskResult, fileName: string | undefined): string {
   const ids = [
     task.document_id !== null && task.document_id !== undefined ? `document ${task.document_id}` : '',
     task.task_id ? `task ${task.task_id}` : '',
   ].filter(Boolean);
-  const heading = `${task.document_name ?? task.task_id ?? 'upload'}: ${task.status}${ids.length ? ` (${ids.join(', ')})` : ''}${
-    task.status !== 'DONE' && task.status_message ? `: ${task.status_message}` : ''
-  }`;
+  const name = task.document_name ?? fileName;
+  const heading = `${name ?? (task.task_id ? `task ${task.task_id}` : 'upload')}: ${task.status}${
+    name && ids.length ? ` (${ids.join(', ')})` : !name && ids.length > 1 ? ` (${ids[0]})` : ''
+  }${task.status !== 'DONE' && task.status_message ? `: ${task.status_message}` : ''}`;
   if (task.status !== 'DONE') return heading;
   const general = generalFieldsOf(task);
   const lines = lineItemsOf(task);
@@ -100,7 +126,7 @@ export async function runOperation(
       timeoutMs: timeout === undefined ? undefined : timeout * 1000,
     });
     if (ctx.json) ctx.out(json({ task_ids: upload.task_ids, tasks }));
-    else ctx.out(tasks.map(extracted).join('\n\n'));
+    else ctx.out(tasks.map((task) => extracted(task, onlyFileName(input))).join('\n\n'));
     return tasks.every((t) => t.status === 'DONE') ? EXIT.ok : EXIT.failure;
   }
   const result = await client.call(command.operation as OperationName, input as never);

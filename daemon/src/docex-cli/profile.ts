@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
-import type { DocexClient } from '@docex/shared';
+import type { DocexClient, SettingTerms } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 // The api section only (common/api-config.ts), not docex-sync's whole config and its schemas.
 import {
@@ -16,6 +16,7 @@ import {
   connectionFrom,
   type ApiSettings,
 } from '../common/api-config.ts';
+import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
 import { ConfigError } from '../common/errors.ts';
 import { readYamlFile } from '../common/yaml.ts';
 
@@ -33,6 +34,8 @@ export interface Settings {
   api: ApiSettings;
   /** The profile's key path, for messages: "profiles.prod" ("profiles.default" without a config file). */
   section: string;
+  /** The profile in use, if any. */
+  profile?: string;
   configFile?: string;
 }
 
@@ -51,7 +54,7 @@ export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Setti
     if (wanted) throw new ConfigError(`profile "${wanted}" asked for, but there is no config file (${file})`);
     return { api: fromEnv, section: 'profiles.default' };
   }
-  const { data } = readYamlFile(file, CliConfigSchema);
+  const { data } = readYamlFile(file, CliConfigSchema, { meanings: CONFIG_MEANINGS });
   const names = Object.keys(data.profiles);
   const name = wanted ?? data.default_profile ?? (names.includes('default') ? 'default' : undefined);
   if (name === undefined) return { api: fromEnv, section: 'profiles.default', configFile: file };
@@ -63,7 +66,32 @@ export function settingsFor(selection: Selection, env: NodeJS.ProcessEnv): Setti
   const api = { ...profile };
   if (api.api_key_file) api.api_key_file = resolve(dirname(file), expandHome(api.api_key_file));
   if (api.ca_file) api.ca_file = resolve(dirname(file), expandHome(api.ca_file));
-  return { api, section: `profiles.${name}`, configFile: file };
+  return { api, section: `profiles.${name}`, profile: name, configFile: file };
+}
+
+/**
+ * docex's words for its settings in messages (shared/src/core/hints.ts): DOCEX_API_KEY and
+ * DOCEX_BASE_URL, the keys of the profile in use, or where profiles are and --profile to choose one.
+ */
+export function docexTerms(
+  settings: Pick<Settings, 'profile' | 'configFile'> & {
+    api: Pick<ApiSettings, 'base_url' | 'api_key_file'>;
+  },
+  env: NodeJS.ProcessEnv,
+): SettingTerms {
+  const file = settings.configFile ?? defaultConfigFile(env);
+  const { profile, api } = settings;
+  const own = (key: string) => `profiles.${profile}.${key} in ${file}`;
+  const any = (key: string) => `${key} in a profile of ${file}`;
+  return {
+    baseUrl: profile !== undefined && api.base_url ? own('base_url') : 'DOCEX_BASE_URL',
+    apiKey:
+      profile !== undefined && api.api_key_file
+        ? `DOCEX_API_KEY (or ${own('api_key_file')}; --profile chooses another profile)`
+        : `DOCEX_API_KEY (or ${any('api_key_file')}, chosen with --profile)`,
+    proxy: profile !== undefined ? own('proxy') : any('proxy'),
+    caFile: profile !== undefined ? own('ca_file') : any('ca_file'),
+  };
 }
 
 export function clientFrom(
@@ -74,11 +102,13 @@ export function clientFrom(
 ): DocexClient {
   const config = { api: settings.api };
   const where = settings.configFile ? `${settings.configFile}: ${settings.section}` : settings.section;
+  const terms = docexTerms(settings, env);
   if (env.DOCEX_API_KEY && settings.api.api_key_file)
     warn(`docex: DOCEX_API_KEY is set and wins over ${settings.section}.api_key_file`);
   return createNodeClient({
     baseUrl: baseUrlFrom(config, env, where),
-    apiKey: apiKeyFrom(config, env, where),
+    apiKey: apiKeyFrom(config, env, where, terms),
+    terms,
     concurrency: settings.api.concurrency,
     intervalCap: settings.api.requests_per_second,
     intervalMs: 1000,

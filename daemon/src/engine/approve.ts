@@ -5,6 +5,7 @@
  * (outputs/review.ts, release). Only the DB changes here, so a page, a shell and the daemon never
  * move the same files at once; a daemon that is not running moves them when it next starts.
  */
+import { allWatches } from '../mail/spool.ts';
 import { decide } from './lifecycle.ts';
 import { policyOf, type RetryDeps } from './retry.ts';
 
@@ -22,6 +23,7 @@ export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): Appro
       ? db.inReview(1_000_000)
       : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
   const outcome: ApproveOutcome = { approved: [], skipped: [] };
+  const watches = allWatches(config);
   for (const row of rows) {
     if (row.state !== 'review') {
       outcome.skipped.push({
@@ -31,7 +33,7 @@ export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): Appro
       });
       continue;
     }
-    const watch = config.watch.find((w) => w.path === row.watch);
+    const watch = watches.get(row.watch);
     if (!watch) {
       outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
       continue;

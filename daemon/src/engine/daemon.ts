@@ -117,9 +117,10 @@ export async function startDaemon(
         (blind) => db.setBlindWatcher(w.path, blind),
       ),
   );
-  // Files whose discovery was rolled back while the disk was full are found again at once.
+  // Files whose discovery was rolled back while the disk was full are found again at once: their
+  // folders did not change, so the rescan reads every folder.
   pipeline.on('disk-resumed', () => {
-    for (const w of watchers) void w.scan();
+    for (const w of watchers) void w.scan('full');
   });
   pipeline.start();
   const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);

@@ -19,7 +19,7 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import type { ApiSettings, ConfigSlice, WatchConfig } from '../common/config.ts';
-import { freeTarget, inside, moveInto, writeAtomic } from '../common/files.ts';
+import { freeTarget, moveInto, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
 import {
   decide,
   describe,
@@ -33,10 +33,10 @@ import {
   NEVER,
   reviewStepOf,
 } from './lifecycle.ts';
-import { spoolWatches } from '../mail/spool.ts';
+import { allWatches } from '../mail/spool.ts';
 import type { Metrics } from '../status/metrics.ts';
-import { ResultWriter } from '../outputs/results.ts';
-import { decideReview, ReviewQueue } from '../outputs/review.ts';
+import { resultBase, ResultWriter, type ResultTarget } from '../outputs/results.ts';
+import { ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from './routes.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { KnownFile, StateDb } from '../store/state.ts';
@@ -143,6 +143,12 @@ const POLL_GRACE_MS = 2000;
 
 type JobKind = 'stabilize' | 'upload' | 'poll' | 'archive' | 'report';
 
+/** Where a watch's result sets are: output, and review_dir where held ones wait before they go there. */
+const resultTargets = (watch: WatchConfig): [ResultTarget, ...ResultTarget[]] => [
+  watch,
+  ...(watch.review_dir ? [{ ...watch, output: watch.review_dir }] : []),
+];
+
 /** Where the original will go after success, written into the JSON before it moves (corrected after if need be). */
 async function plannedArchive(watch: WatchConfig, row: FileRow): Promise<string | null> {
   if (watch.on_success === 'move') return freeTarget(watch.processed_dir!, row.archive_rel ?? row.rel);
@@ -168,6 +174,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** Per watch and route: the polls not answered yet, row id -> when each went out (see firstPollDueMs). */
   private readonly pollsOut = new Map<string, Map<number, number>>();
   /**
+   * Rows whose upload this process sent and saw answered, until their task is seen final: only
+   * their polls teach the poll timing. A task uploaded before a restart waited through the
+   * downtime too, which is no extraction time (poll-timing.ts, `seenWhole`).
+   */
+  private readonly uploadsSeen = new Set<number>();
+  /**
    * Task ids the service gave whose commit failed (a full disk): stored when work resumes, so the
    * file is not uploaded a second time.
    */
@@ -177,7 +189,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     super();
     this.deps = deps;
     this.now = deps.now ?? Date.now;
-    this.watches = new Map([...deps.config.watch, ...spoolWatches(deps.config)].map((w) => [w.path, w]));
+    this.watches = allWatches(deps.config);
     this.results = deps.results ?? new ResultWriter(deps.client, { log: deps.log, now: this.now });
     this.scheduler = new Scheduler({ now: this.now, pump: () => this.pump(), log: deps.log });
     this.run = new RunState({
@@ -266,6 +278,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
 
   private recoverRows() {
     const { db, log } = this.deps;
+    this.reserveRecordedNames();
     for (const state of RESTARTED_STATES) {
       for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
         for (const row of rows) {
@@ -279,6 +292,27 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       }
     }
     db.flush();
+  }
+
+  /**
+   * Names files recorded before a stop whose files may not be there yet (a result base named but
+   * not written, a place in review_dir whose original has not moved): held for them again, so no
+   * other file is given them meanwhile (files.ts, Reservations).
+   */
+  private reserveRecordedNames() {
+    const { db } = this.deps;
+    for (const state of ['uploaded', 'done'] as const) {
+      for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
+        for (const row of rows) {
+          const watch = this.watches.get(row.watch);
+          if (!watch) continue;
+          if (state === 'uploaded' && row.result_base !== null)
+            this.results.reserve(watch, row.result_base, row.id);
+          if (row.review_path !== null && row.approved_at === null)
+            this.reviews.reservePlace(row.review_path, row.id);
+        }
+      }
+    }
   }
 
   /** A file reported by the watcher. */
@@ -446,6 +480,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    */
   private storeAnswer(uploading: FileRow, taskId: string) {
     this.unsavedAnswers.set(uploading.id, { row: uploading, taskId });
+    this.uploadsSeen.add(uploading.id);
     this.apply(uploading, {
       kind: 'upload-answered',
       taskId,
@@ -616,18 +651,20 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     let next = this.apply(row, { kind: 'poll-due', firstPollMs }).decision.effect;
     let current = row;
     let task: TaskResult | null = null;
+    const seenWhole = this.uploadsSeen.has(row.id);
     if (next.kind === 'poll') {
       const first = row.poll_interval_ms === 0;
-      const polls = out ?? new Map<number, number>(); // nothing awaited since `out` was read
-      this.pollsOut.set(key, polls.set(row.id, this.now()));
+      // Only a poll whose answer will teach something holds first polls back (firstPollDueMs).
+      const polls = seenWhole ? (out ?? new Map<number, number>()) : undefined; // nothing awaited since `out` was read
+      if (polls) this.pollsOut.set(key, polls.set(row.id, this.now()));
       try {
         task = await client.fetchTasksResults({ task_id: row.task_id! });
       } catch (error) {
         this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
         return void this.apply(row, { kind: 'poll-failed', error });
       } finally {
-        polls.delete(row.id);
-        if (polls.size === 0) this.pollsOut.delete(key);
+        polls?.delete(row.id);
+        if (polls?.size === 0) this.pollsOut.delete(key);
       }
       this.reachable();
       if (row.uploaded_at !== null)
@@ -640,6 +677,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
               final: isFinalStatus(task.status),
               first,
               previousMs: row.updated_at - row.uploaded_at,
+              seenWhole,
             },
             poll,
           ),
@@ -650,6 +688,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         this.deps.log.warn({ file: row.path, status: task.status }, 'unknown task status; still waiting');
       current = answered.row;
     }
+    // Waiting no more (final, failed, timed out): its polls have nothing left to teach.
+    if (current.state !== 'uploaded') this.uploadsSeen.delete(row.id);
     if (next.kind !== 'write-results') return;
     const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;
@@ -663,7 +703,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     let files: string[];
     try {
       current = await this.named(watch, current, data);
-      const review = await decideReview(watch, current, data, task);
+      const review = await this.reviews.decide(watch, current, data, task);
       if (review) current = this.apply(current, { kind: 'review-decided', ...review }).row;
     } catch (error) {
       return void this.apply(current, { kind: 'results-failed', error });
@@ -688,6 +728,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       );
       return void blocked;
     }
+    if (current.result_base !== null) this.results.written(watch, current.result_base, current.id);
     const done = this.apply(current, { kind: 'results-written' }).row;
     // Archived by its own job, as a done row left by a crash is: one route to archiving.
     if (done.state === 'done') this.plannedArchives.set(done.id, planned);
@@ -696,32 +737,55 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   }
 
   /**
-   * Names from the data (archive_name, result_name), decided the first time the document's data is
-   * read and kept in the row: a replay after a crash, the archive step after a restart and a rerun
-   * use the same names. The date parts are those of the file's discovery, not of the write.
+   * The file's own names, decided the first time the document's data is read and kept in the row:
+   * a replay after a crash, the archive step after a restart, an approval and a rerun use the same
+   * names. Its result base (result_name's, else "<name>.doc-<id>") is one no other file's set holds,
+   * "R-1 (2)" when the first is taken, even by a file of the same bytes (the same document);
+   * archive_name's path for the original (its free name is found when it moves). The date parts
+   * are those of the file's discovery, not of the write.
    */
   private async named(watch: WatchConfig, row: FileRow, data: DocumentData): Promise<FileRow> {
-    if (!watch.archive_name && !watch.result_name) return row;
-    if (row.archive_rel !== null || row.result_base !== null) return row;
-    const layout = await this.results.layouts.get(data.template_id);
-    const values: NameValues = {
-      date: new Date(row.discovered_at),
-      templateId: data.template_id,
-      templateName: layout?.name,
-      documentId: data.document_id,
-      originalName: basename(row.path),
-      fields: new Map(generalFieldsOf(data).map((f) => [f.name, f.value])),
-      missing: watch.name_missing,
-    };
-    const archiveRel = watch.archive_name ? renderName(namePattern(watch.archive_name), values) : null;
-    const resultBase = watch.result_name
-      ? await this.results.freeBase(
-          watch,
-          renderName(namePattern(watch.result_name), values),
-          data.document_id,
-        )
-      : null;
-    return this.apply(row, { kind: 'named', archiveRel, resultBase }).row;
+    if (row.result_base !== null) return row;
+    // What the patterns are filled with, made once and only for a watch that has one.
+    let filled: Promise<NameValues> | undefined;
+    const values = () =>
+      (filled ??= this.results.layouts.get(data.template_id).then((layout) => ({
+        date: new Date(row.discovered_at),
+        templateId: data.template_id,
+        templateName: layout?.name,
+        documentId: data.document_id,
+        originalName: basename(row.path),
+        fields: new Map(generalFieldsOf(data).map((f) => [f.name, f.value])),
+        missing: watch.name_missing,
+      })));
+    const archiveRel =
+      row.archive_rel ??
+      (watch.archive_name ? renderName(namePattern(watch.archive_name), await values()) : null);
+    const wanted = watch.result_name
+      ? renderName(namePattern(watch.result_name), await values())
+      : resultBase(basename(row.path), data.document_id);
+    const base = await this.results.freeBase(
+      resultTargets(watch),
+      wanted,
+      { fileId: row.id, documentId: data.document_id, source: row.path },
+      this.basesOfOtherFiles(watch, row, data.document_id),
+    );
+    return this.apply(row, { kind: 'named', archiveRel, resultBase: base }).row;
+  }
+
+  /**
+   * The bases other finished files of this document (the same bytes) recorded in this output. A set
+   * on disk says which document and source it is of, but a file dropped again at the same path has
+   * both the same; and an older file's set may be gone from disk (pruned) while its row names it.
+   * (One waiting for review is on disk in review_dir; one on its way holds its base in this process.)
+   */
+  private basesOfOtherFiles(watch: WatchConfig, row: FileRow, documentId: number): (base: string) => boolean {
+    const bases = new Set<string>();
+    for (const other of this.deps.db.filesOfDocuments([documentId])) {
+      if (other.id === row.id || this.watches.get(other.watch)?.output !== watch.output) continue;
+      bases.add(other.result_base ?? resultBase(basename(other.path), documentId));
+    }
+    return (base) => bases.has(base);
   }
 
   /**
@@ -811,9 +875,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         () => true,
         () => false,
       );
+      // A name with no other file's failure report beside it: each failed file keeps its own.
       const target = there
-        ? await moveInto(row.path, watch.failed_dir, row.rel)
-        : inside(watch.failed_dir, row.rel);
+        ? await moveInto(row.path, watch.failed_dir, row.rel, noFailureThere)
+        : await freeTarget(watch.failed_dir, row.rel, { free: noReportThere });
       const report = {
         file: row.rel,
         status: 'failed',

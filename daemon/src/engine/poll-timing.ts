@@ -12,6 +12,15 @@
  * (fails, is a duplicate, takes far longer than the others), it is seen final by no more polls.
  * Only our own clock is used (times since the upload's answer), so clock skew with the service
  * plays no part.
+ *
+ * Nothing is learnt from time the daemon was not running: a task counts only when this process
+ * sent its upload and saw the answer (`seenWhole`), since one uploaded before a restart was
+ * "extracting" through the downtime too (issue #41: after 30 s down, every result came 35 s late;
+ * after an hour, it would have been an hour). What this process did see can still hold time it was
+ * not running (stopped with SIGSTOP or a laptop lid while a poll was out), so one observation
+ * doubles the first poll's aim at most (RAISE_LIMIT); and a run of first polls that all find their
+ * task final probes earlier ever faster, so an aim too high comes back down in tens of tasks, not
+ * hundreds (probeFactor).
  */
 
 export interface PollPolicy {
@@ -24,18 +33,50 @@ export interface ExtractionEstimate {
   typicalMs: number | undefined;
   /** The longest time after its upload at which a task was seen unfinished (used until typicalMs is known). */
   longestUnfinishedMs: number;
+  /** First polls on time that found their task final since the last one that came too early (see probeFactor). */
+  hitsInARow: number;
 }
 
-export const NO_ESTIMATE: ExtractionEstimate = { typicalMs: undefined, longestUnfinishedMs: 0 };
+export const NO_ESTIMATE: ExtractionEstimate = {
+  typicalMs: undefined,
+  longestUnfinishedMs: 0,
+  hitsInARow: 0,
+};
 
 /** After a first poll that found the task final, the next aims this much earlier: probes whether tasks got faster. */
-const PROBE_EARLIER = 0.99;
+const PROBE_STEP = 0.01;
+const PROBE_EARLIER = 1 - PROBE_STEP;
 /** After a first poll that came too early, the next aims this much past the last time the task was unfinished. */
 const MARGIN = 1.1;
 /** A first poll answered later than this times its aim went out late: it carries no probe. */
 const LATE = 1.1;
 /** Before any task was seen final: this much past the longest time one was seen unfinished. */
 const COLD_STEP = 1.5;
+/**
+ * One observation puts the next first poll at most this many times later than the one before it
+ * (threefold while no task was seen final: see withinRaiseLimit). An answer can hold time the
+ * daemon was not running (a poll out while the process was stopped; answered an hour late, it made
+ * every later file wait an hour), and no single answer tells that time from extraction time. A real
+ * slow-down is still followed: the aim doubles per task until it reaches it (2 s to 60 s in five
+ * tasks), each of them polled no more than the fixed schedule.
+ */
+const RAISE_LIMIT = 2;
+/**
+ * First polls on time in a row that probe only 1 % earlier: as many as the 1 % steps take to undo
+ * one MARGIN (ln 1.1 / -ln 0.99 = 9.5, so 10), which a steady extraction time never exceeds: its
+ * aim, set 10 % past a miss, is below the extraction time again after at most 10 probes, and the
+ * next first poll misses. More hits in a row than that say tasks got faster than the aim, and each
+ * further one probes twice as far (2 %, 4 %, ... at most half the aim).
+ */
+const STEADY_HITS = Math.ceil(Math.log(MARGIN) / -Math.log(PROBE_EARLIER));
+/** The boldest probe: half the aim at once. */
+const BOLDEST_PROBE = 0.5;
+
+/** How much earlier the next first poll aims after `hits` first polls on time in a row found their task final. */
+export function probeFactor(hits: number): number {
+  if (hits <= STEADY_HITS) return PROBE_EARLIER;
+  return Math.max(BOLDEST_PROBE, 1 - PROBE_STEP * 2 ** (hits - STEADY_HITS));
+}
 
 /** The interval the fixed schedule waits after a poll `elapsedMs` after the upload. */
 export function intervalAfter(elapsedMs: number, poll: PollPolicy): number {
@@ -88,6 +129,11 @@ export interface PollSeen {
   first: boolean;
   /** Not first: ms from the upload's answer to the previous poll, which found it unfinished. */
   previousMs?: number;
+  /**
+   * This process sent the upload and saw its answer, so elapsedMs holds no restart's downtime. A
+   * task uploaded by an earlier run (its answer older than this process) teaches nothing.
+   */
+  seenWhole: boolean;
 }
 
 /** The estimate after one poll of a task of the watch. */
@@ -96,6 +142,12 @@ export function observePoll(
   seen: PollSeen,
   poll: PollPolicy,
 ): ExtractionEstimate {
+  if (!seen.seenWhole) return estimate;
+  const next = learn(estimate, seen, poll);
+  return next === estimate ? estimate : withinRaiseLimit(estimate, next, poll);
+}
+
+function learn(estimate: ExtractionEstimate, seen: PollSeen, poll: PollPolicy): ExtractionEstimate {
   if (!seen.final)
     return { ...estimate, longestUnfinishedMs: Math.max(estimate.longestUnfinishedMs, seen.elapsedMs) };
   if (seen.first) {
@@ -106,8 +158,13 @@ export function observePoll(
     // over 90 tasks in bench/requests.bench.ts), and cost a poll per task once the queue clears.
     if (estimate.typicalMs !== undefined && seen.elapsedMs > firstPollDelayMs(estimate, poll) * LATE)
       return estimate;
+    const hitsInARow = estimate.hitsInARow + 1;
     const upper = Math.min(estimate.typicalMs ?? seen.elapsedMs, seen.elapsedMs);
-    return { ...estimate, typicalMs: Math.max(poll.interval_ms, Math.round(upper * PROBE_EARLIER)) };
+    return {
+      ...estimate,
+      typicalMs: Math.max(poll.interval_ms, Math.round(upper * probeFactor(hitsInARow))),
+      hitsInARow,
+    };
   }
   // Unfinished at previousMs, final at elapsedMs: aim just past the last miss (or past the longest
   // time any task of the watch was seen unfinished, while this is the first seen final), never past
@@ -118,5 +175,26 @@ export function observePoll(
     estimate.typicalMs === undefined ? estimate.longestUnfinishedMs : 0,
   );
   const aim = Math.max(estimate.typicalMs ?? 0, Math.round(missed * MARGIN));
-  return { ...estimate, typicalMs: Math.max(poll.interval_ms, Math.min(seen.elapsedMs, aim)) };
+  return { ...estimate, typicalMs: Math.max(poll.interval_ms, Math.min(seen.elapsedMs, aim)), hitsInARow: 0 };
+}
+
+/**
+ * `next`, with the times the first poll's aim is taken from held at RAISE_LIMIT times the aim
+ * before (`before`): the typical extraction time, and the longest time a task was seen unfinished
+ * (which sets the aim, ×COLD_STEP, until one was seen final). Never lowers anything. The longest
+ * miss is held at twice the aim, so a cold aim grows at most threefold: the misses of a task polled
+ * on time grow up to 2.5 times from one poll to the next (2 s, then 5 s), and twice the aim, which
+ * is 1.5 times the last miss, cuts none of them.
+ */
+function withinRaiseLimit(
+  before: ExtractionEstimate,
+  next: ExtractionEstimate,
+  poll: PollPolicy,
+): ExtractionEstimate {
+  const limit = RAISE_LIMIT * firstPollDelayMs(before, poll);
+  return {
+    ...next,
+    typicalMs: next.typicalMs === undefined ? undefined : Math.min(next.typicalMs, limit),
+    longestUnfinishedMs: Math.min(next.longestUnfinishedMs, Math.max(before.longestUnfinishedMs, limit)),
+  };
 }

@@ -7,7 +7,8 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DocexNotFoundError, DocexPermissionError, type DocexClient } from '@docex/shared';
+import { DocexNotFoundError, DocexPermissionError, HINTS, type DocexClient } from '@docex/shared';
+import { syncTerms } from '../common/api-config.ts';
 import type { ConfigSlice } from '../common/config.ts';
 import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
 
@@ -111,7 +112,7 @@ export async function checkKey(client: DocexClient, baseUrl: string): Promise<Ke
   const refused = (why: string, error: unknown): KeyCheck => ({
     ok: false,
     exitCode: EXIT.auth,
-    problem: `API key: refused by ${baseUrl} (${why}); set DOCEX_API_KEY (or api.api_key_file) to a key this service accepts`,
+    problem: `API key: refused by ${baseUrl} (${why}); ${HINTS.keyRefused(syncTerms())}`,
     error,
   });
   try {

@@ -13,8 +13,12 @@ export interface Summary {
   uploading: number;
   waiting: number;
   done: number;
+  /** Documents a review rule held: they wait for a person's approval (not queued, not done). */
+  review: number;
+  /** Files held back because no route maps them: they wait for a config that does. */
+  held: number;
   failed: number;
-  /** Files finished (archived or failed) per minute since the last summary. */
+  /** Files finished (archived, failed or gone to review) per minute since the last summary. */
   per_minute: number;
   /** Seconds until the queued files are finished at that rate; null without a rate. */
   eta_s: number | null;
@@ -34,6 +38,8 @@ export function summarize(counts: Record<string, number>, finished: number, elap
     uploading: counts.uploading ?? 0,
     waiting: (counts.uploaded ?? 0) + (counts.done ?? 0),
     done: counts.archived ?? 0,
+    review: counts.review ?? 0,
+    held: counts.held ?? 0,
     failed: counts.failed ?? 0,
     per_minute: Math.round(perMinute * 10) / 10,
     eta_s: perMinute > 0 && queued > 0 ? Math.round((queued / perMinute) * 60) : null,
@@ -71,10 +77,13 @@ export function startSummaries(
   };
   pipeline.on('file-archived', onFinished);
   pipeline.on('file-failed', onFinished);
+  // A document gone to review is decided by the daemon: it counts towards the rate like a finished one.
+  pipeline.on('file-held-for-review', onFinished);
   return {
     stop() {
       pipeline.off('file-archived', onFinished);
       pipeline.off('file-failed', onFinished);
+      pipeline.off('file-held-for-review', onFinished);
       if (timer) clearTimeout(timer);
     },
   };

@@ -108,6 +108,9 @@ export async function pruneRetention(deps: PruneDeps, { dryRun }: { dryRun: bool
   db.flush();
   const watches = (deps.watches ?? config.watch).filter((w) => w.retention);
   const report: PruneReport = { dryRun, watches: watches.length, entries: [] };
+  // Paths looked at in this run: each file is listed once, even where two rows name it (result sets
+  // two files of the same bytes shared before each file got its own names).
+  const looked = new Set<string>();
   for (const watch of watches) {
     for (const kind of ['processed', 'failed', 'results'] as const) {
       const days = watch.retention![DAYS_KEY[kind]];
@@ -116,7 +119,7 @@ export async function pruneRetention(deps: PruneDeps, { dryRun }: { dryRun: bool
       for (let after = 0, rows; (rows = db.pruneDue(watch.path, kind, cutoff, after, PAGE)).length > 0;) {
         after = rows.at(-1)!.id;
         for (const row of rows) {
-          const entries = await pruneRow(fs, watch, kind, row, dryRun);
+          const entries = await pruneRow(fs, watch, kind, row, dryRun, looked);
           for (const e of entries) report.entries.push({ ...e, recordedAt: row.updated_at, days });
           // A row is settled for this kind once each of its files is deleted, gone or kept.
           if (!dryRun && entries.length > 0 && entries.every((e) => e.outcome !== 'error'))
@@ -145,6 +148,7 @@ async function pruneRow(
   kind: PruneKind,
   row: FileRow,
   dryRun: boolean,
+  looked: Set<string>,
 ): Promise<Array<Omit<PruneEntry, 'recordedAt' | 'days'>>> {
   const entries: Array<Omit<PruneEntry, 'recordedAt' | 'days'>> = [];
   let targets: Target[];
@@ -154,6 +158,9 @@ async function pruneRow(
     return []; // a recorded name that leads outside its folder (inside() refuses it): never touched
   }
   for (const target of targets) {
+    // Another row's entry already says what became of it; this row is settled by a later prune.
+    if (looked.has(target.path)) continue;
+    looked.add(target.path);
     const base = { watch: watch.path, kind, path: target.path };
     let info: Stats;
     try {

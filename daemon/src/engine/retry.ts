@@ -7,11 +7,15 @@ import { copyFile, rename, rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
 import type { ConfigSlice, WatchConfig } from '../common/config.ts';
 import { freeTarget } from '../common/files.ts';
+import { allWatches } from '../mail/spool.ts';
 import { decide, NEVER, type Policy } from './lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
 
-/** What retry and approve read of the config: the watches, and how their files are polled and uploaded. */
-export type RetryConfig = ConfigSlice<'watch' | 'poll' | 'upload'>;
+/**
+ * What retry and approve read of the config: the watches and the mailboxes (whose spool folders
+ * are watches too), and how their files are polled and uploaded.
+ */
+export type RetryConfig = ConfigSlice<'watch' | 'mailboxes' | 'poll' | 'upload'>;
 
 /** What a change beside the pipeline (retry, approve) needs. */
 export interface RetryDeps {
@@ -44,6 +48,7 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       ? db.inState('failed', 1_000_000)
       : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
   const outcome: RetryOutcome = { retried: [], skipped: [] };
+  const watches = allWatches(config);
   for (const row of rows) {
     if (row.state !== 'failed') {
       outcome.skipped.push({
@@ -52,7 +57,7 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       });
       continue;
     }
-    const watch = config.watch.find((w) => w.path === row.watch);
+    const watch = watches.get(row.watch);
     if (!watch) {
       outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
       continue;

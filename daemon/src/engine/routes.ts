@@ -1,9 +1,11 @@
 /**
  * Routing by subfolder: which template or folder (and metadata) a file is sent with, from the
  * subfolder it was dropped into. First match wins; a file no route maps is held, never sent with
- * a guessed template.
+ * a guessed template. A route sends what it sets, and its watch's metadata when it sets none
+ * (common/route-settings.ts).
  */
 import { globMatcher, type WatchConfig } from '../common/config.ts';
+import { routeSettings } from '../common/route-settings.ts';
 
 /** Where a file is sent: `route` names the route (null: the watch's own template or folder). */
 export interface Routed {
@@ -20,16 +22,14 @@ const compiledOf = new WeakMap<WatchConfig, Compiled>();
 function compiled(watch: WatchConfig): Compiled {
   let c = compiledOf.get(watch);
   if (!c) {
-    c = watch.routes.map((r) => ({
-      name: r.name ?? r.match,
-      matches: globMatcher(r.match),
-      route: {
-        route: r.name ?? r.match,
-        template_id: r.template_id,
-        folder_id: r.folder_id,
-        metadata: r.metadata,
-      },
-    }));
+    c = watch.routes.map((r) => {
+      const { name, template_id, folder_id, metadata } = routeSettings(watch, r);
+      return {
+        name,
+        matches: globMatcher(r.match),
+        route: { route: name, template_id, folder_id, metadata },
+      };
+    });
     compiledOf.set(watch, c);
   }
   return c;

@@ -45,9 +45,30 @@ export interface Listed {
 /** Files listed at once: a folder's, in slices of this many (a flat folder of 100,000 is 100 slices). */
 const LIST_BATCH = 1000;
 
+/**
+ * What a walk remembers of the folders it read, so a rescan can leave alone those that did not
+ * change (which may be left alone: folder-memory.ts).
+ */
+export interface FolderMemory {
+  /**
+   * The sub-folders to walk into when `dir`, as `info` shows it now, need not be read again (its
+   * files were handed and nothing changed since); undefined to read it.
+   */
+  unchanged(dir: string, info: Stats): string[] | undefined;
+  /** `dir` was read with `info` as lstat showed it right before, and its files were all handed. */
+  read(dir: string, info: Stats, subfolders: string[]): void;
+  /** `dir` is being read: what was remembered of it no longer holds. */
+  reading(dir: string): void;
+}
+
 export interface WalkOptions {
-  /** Called for each folder before it is read (the watcher watches it there, so nothing slips between). */
-  entering?: (dir: string) => Promise<void>;
+  /**
+   * Called for each folder before it is read (the watcher watches it there, so nothing slips
+   * between); with `memory`, given the folder's lstat, made just before (undefined: gone).
+   */
+  entering?: (dir: string, info?: Stats) => Promise<void>;
+  /** Folders read before: one that did not change is not read again, only its sub-folders are walked. */
+  memory?: FolderMemory;
   /**
    * Called with the files listed, a folder (or a slice of one) at a time. One call at a time: the
    * walk reads the next folder while a call runs, and waits for it before the next call and before
@@ -113,8 +134,23 @@ export class Walker {
     // files are most of a walk's garbage.
     // `entered`: the walk entered this folder past isExcluded (or it is the watched folder), so a
     // file in it needs only its own name tested; a walk may start in any folder.
+    const memory = options.memory;
     const walk = async (dir: string, relDir: string, entered: boolean): Promise<void> => {
-      await options.entering?.(dir);
+      // The folder as it is before it is read: a change after this lstat shows at the next rescan,
+      // as a change of the folder or an event. Its watcher is made after it, so a folder that gets
+      // a new watcher is read (folder-memory.ts compares watchers), and the one lstat serves both.
+      let info: Stats | undefined;
+      if (memory) {
+        info = await this.lookAtFolder(dir);
+        await options.entering?.(dir, info);
+        const subfolders = info && memory.unchanged(dir, info);
+        if (subfolders) {
+          for (const name of subfolders) await walk(dir + sep + name, relDir + name + sep, true);
+          return;
+        }
+        memory.reading(dir);
+      } else await options.entering?.(dir);
+      const subfolders: string[] = [];
       let entries: Dirent<Buffer>[];
       try {
         entries = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
@@ -134,8 +170,10 @@ export class Walker {
         // Folders pass the exclude rules only: include patterns select files, and a folder must be
         // entered to find its files (`include: ['*.pdf']` must still reach sub/deeper/x.pdf).
         if (entry.isDirectory()) {
-          if (this.watch.recursive && !isExcluded(this.watch, relDir + name, true))
+          if (this.watch.recursive && !isExcluded(this.watch, relDir + name, true)) {
+            subfolders.push(name);
             await walk(dir + sep + name, relDir + name + sep, true);
+          }
           continue;
         }
         if (entered ? isIgnoredInFolder(this.watch, unixRelDir, name) : isIgnored(this.watch, relDir + name))
@@ -152,6 +190,15 @@ export class Walker {
         listed += files.length;
         await hand(files);
       }
+      // Remembered once its files are handled: a batch that failed leaves the folder to be read again.
+      if (memory && info?.isDirectory()) {
+        const read = info;
+        const handled = handling ?? Promise.resolve();
+        handled.then(
+          () => memory.read(dir, read, subfolders),
+          () => undefined,
+        );
+      }
     };
     const rel = relative(this.watch.path, dir);
     try {
@@ -160,6 +207,20 @@ export class Walker {
       await handling;
     }
     return listed;
+  }
+
+  /**
+   * A folder's lstat for a rescan: on the event loop while this watch stats inline (a rescan with
+   * nothing changed is an lstat per folder, and through the thread pool each cost ~50 µs of CPU
+   * in waits and wake-ups on a loaded machine), else through the thread pool.
+   */
+  private async lookAtFolder(dir: string): Promise<Stats | undefined> {
+    if (!this.statInline) return lstat(dir).catch(() => undefined);
+    try {
+      return lstatSync(dir, { throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
   }
 
   /** The regular files among `listed`, with their stats (lstat, a batch at a time). */

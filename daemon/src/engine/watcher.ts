@@ -9,6 +9,11 @@
  * so memory follows the number of folders, not of files (chokidar keeps every file's stats; the
  * figures are in docs/daemon.md, "Scale, measured"). A folder whose watcher fails is walked again;
  * the periodic rescan re-watches what was missed and drops watchers of folders gone.
+ *
+ * A rescan reads only the folders that changed since they were last read (folder-memory.ts): with
+ * nothing changed it is an lstat per folder, however many files wait, are held or are kept in
+ * place. Once per full_rescan_interval_ms (and at every rescan of a `polling` or blind watch) it
+ * reads every folder: the bound for what neither an event nor a folder's stats reported.
  * With `polling` (network shares, where inotify sees nothing), chokidar's polling reports changes.
  */
 import chokidar, { type FSWatcher as Poller } from 'chokidar';
@@ -17,7 +22,8 @@ import { lstat } from 'node:fs/promises';
 import { basename, join, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from '../common/config.ts';
-import { Walker, type Candidate, type Listed } from './walk.ts';
+import { FolderMemoryOfWatch } from './folder-memory.ts';
+import { Walker, type Candidate, type FolderMemory, type Listed } from './walk.ts';
 
 export interface CandidateSink {
   candidate(watch: WatchConfig, file: Candidate): void;
@@ -36,6 +42,17 @@ export interface CandidateSink {
 
 /** A folder whose watcher failed is walked (and watched) again after this long. */
 const REWALK_MS = 1000;
+
+/**
+ * How often a rescan reads every folder, unless the watch sets full_rescan_interval_ms: what no
+ * event and no folder's stats reported (a dropped inotify event, a folder time the file system
+ * did not move) is found within this and one rescan_interval_ms (docs/decisions.md, "Rescans
+ * read what changed").
+ */
+export const FULL_RESCAN_MS = 3_600_000;
+
+/** Why a scan runs: the periodic rescan, or one that must read every folder (the DB lost rows). */
+export type ScanReason = 'rescan' | 'full';
 
 /**
  * A native watcher is blind (a network share: inotify hears only this machine's writes) when this
@@ -89,11 +106,19 @@ export class FolderWatcher {
   private blind = false;
   /** Whether a rescan found that events were heard in this run. */
   private heardOnce = false;
+  /** The folders scans read, so rescans can leave the unchanged ones alone. */
+  private readonly memory: FolderMemoryOfWatch;
+  /** When the last scan that read every folder began (the clock of `now`). */
+  private lastFullAt = 0;
+  /** A full scan was asked for (scan('full')) and has not begun yet. */
+  private fullWanted = false;
+  private readonly now: () => number;
 
   /**
    * `scanned`: told of each file the start-up scan finds (the progress line of `run` on a terminal).
    * `blindness`: told when the native watcher turns out blind (and again as its counts grow), and
-   * null when it reports events again.
+   * null when it reports events again. Tests: `now`, the clock that times full rescans; `racyMs`,
+   * how recently changed a folder is read again (folder-memory.ts, RACY_MS).
    */
   constructor(
     watch: WatchConfig,
@@ -101,6 +126,7 @@ export class FolderWatcher {
     log: Logger,
     scanned?: () => void,
     blindness?: (blind: BlindWatcher | null) => void,
+    options: { now?: () => number; racyMs?: number } = {},
   ) {
     this.watch = watch;
     this.sink = sink;
@@ -108,6 +134,8 @@ export class FolderWatcher {
     this.scanned = scanned;
     this.blindness = blindness;
     this.walker = new Walker(watch, log);
+    this.memory = new FolderMemoryOfWatch((dir) => this.folders.get(dir)?.watcher, options.racyMs);
+    this.now = options.now ?? Date.now;
   }
 
   /**
@@ -117,7 +145,16 @@ export class FolderWatcher {
   async start() {
     const started = performance.now();
     if (this.watch.polling) await this.startPolling();
-    const { files, fresh } = await this.walkInto(this.watch.path, (dir) => this.enter(dir), this.scanned);
+    this.lastFullAt = this.now();
+    this.memory.begin(false);
+    const walked = new Set<string>();
+    const { files, fresh } = await this.walkInto(
+      this.watch.path,
+      (dir, info) => (walked.add(dir), this.enter(dir, info)),
+      this.scanned,
+      this.memory,
+    );
+    this.memory.keepOnly(walked);
     this.log.info(
       {
         folder: this.watch.path,
@@ -142,21 +179,45 @@ export class FolderWatcher {
     while (this.working.size > 0) await Promise.all(this.working);
   }
 
-  /** Every file present now (the periodic rescan): what the watcher missed; folders are watched anew. */
-  scan(why: 'rescan' = 'rescan'): Promise<void> {
-    this.scanning ??= this.rescan(why).finally(() => (this.scanning = undefined));
+  /**
+   * The periodic rescan: the files of the folders that changed (of every folder when `full`, or
+   * when the last full one is full_rescan_interval_ms ago): what the watcher missed; folders are
+   * watched anew. A full scan asked for while one runs runs after it.
+   */
+  scan(why: ScanReason = 'rescan'): Promise<void> {
+    if (why === 'full') {
+      this.fullWanted = true;
+      // The one under way may have begun as a partial one; a rescan that begins meanwhile is full.
+      if (this.scanning) return this.scanning.then(() => (this.fullWanted ? this.scan('full') : undefined));
+    }
+    this.scanning ??= this.rescan().finally(() => (this.scanning = undefined));
     return this.scanning;
   }
 
-  private async rescan(why: string) {
+  /**
+   * Whether this rescan reads every folder. Always with `polling` (a network share: attribute
+   * caching and another machine's clock make a folder's times unreliable, and chokidar's polling,
+   * not inotify, hears changes in place) and while the watcher is blind (it hears nothing).
+   */
+  private fullRescanDue(): boolean {
+    const every = this.watch.full_rescan_interval_ms ?? FULL_RESCAN_MS;
+    return this.fullWanted || this.watch.polling || this.blind || this.now() - this.lastFullAt >= every;
+  }
+
+  private async rescan() {
     const started = performance.now();
+    const full = this.fullRescanDue();
+    this.fullWanted = false;
+    if (full) this.lastFullAt = this.now();
+    this.memory.begin(!full);
     const walked = new Set<string>();
-    const entering = (dir: string) => {
+    const entering = (dir: string, info?: Stats) => {
       walked.add(dir);
-      return this.enter(dir);
+      return this.enter(dir, info);
     };
-    const { files, fresh } = await this.walkInto(this.watch.path, entering);
+    const { files, fresh } = await this.walkInto(this.watch.path, entering, undefined, this.memory);
     if (this.stopped) return;
+    this.memory.keepOnly(walked);
     if (!this.watch.polling) this.judgeWatcher(fresh);
     this.sink.rescanned?.();
     for (const dir of [...this.folders.keys()]) {
@@ -167,11 +228,14 @@ export class FolderWatcher {
     this.log[fresh > 0 ? 'info' : 'debug'](
       {
         folder: this.watch.path,
+        full,
+        folders: walked.size,
+        unchanged: this.memory.left,
         files,
         new: fresh,
         ms: Math.round(performance.now() - started),
       },
-      why,
+      'rescan',
     );
   }
 
@@ -240,8 +304,8 @@ export class FolderWatcher {
   }
 
   /** Watches `dir` (the folder now at that path) before it is read. */
-  private async enter(dir: string) {
-    const info = await lstat(dir).catch(() => undefined);
+  private async enter(dir: string, known?: Stats) {
+    const info = known ?? (await lstat(dir).catch(() => undefined));
     if (!info?.isDirectory() || this.stopped) return;
     if (this.folders.get(dir)?.id === identity(info)) return;
     this.unwatch(dir);
@@ -359,10 +423,17 @@ export class FolderWatcher {
    * a scan of 100,000 files holds one folder's names at a time, and a rescan of files already
    * waiting stats none of them.
    */
-  private async walkInto(dir: string, entering: (dir: string) => Promise<void>, found?: () => void) {
+  private async walkInto(
+    dir: string,
+    entering: (dir: string, info?: Stats) => Promise<void>,
+    found?: () => void,
+    memory?: FolderMemory,
+  ) {
     let fresh = 0;
     const files = await this.walker.walk(dir, {
       entering: this.watch.polling ? undefined : entering,
+      // A polling watch has no native watcher to vouch for a folder left alone: every folder is read.
+      memory: this.watch.polling ? undefined : memory,
       found,
       batch: async (listed) => {
         if (!this.stopped) fresh += await this.sink.ingest(this.watch, listed, (l) => this.walker.look(l));

@@ -5,14 +5,17 @@
  *
  *   1. its attachments are written to the spool (fsynced, renamed into place: never half a file);
  *   2. the message, its attachments and their pipeline file rows are committed in one transaction;
- *   3. only then is the message flagged or moved; then it is marked done.
+ *   3. only then is the message flagged or moved; then it is marked done. A message not taken
+ *      whole (a rule skips it, no rule matches, an attachment it asks for is refused) is left as
+ *      it was, and marked done in step 2.
  *
  * A crash before 2 leaves spool files no row holds (removed at the next start, the message taken
  * again); after 2 the message is recorded, so a restart only runs 3 again (flag and move are
  * idempotent). The state DB keys messages by mailbox + UIDVALIDITY + UID; a message whose
  * Message-ID was taken before (UIDVALIDITY changed, the mail copied back) is recorded as a
  * duplicate and not taken again. The same attachment bytes in another mail are the pipeline's
- * same-bytes rule.
+ * same-bytes rule. A poll asks the server only for UIDs above the highest one recorded, so mail
+ * left unflagged is never taken twice and does not make later polls longer.
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
@@ -26,8 +29,9 @@ import type { Logger } from 'pino';
 import { inside, removeStaleTemps, writeAtomic } from '../common/files.ts';
 import type { NewFile, StateDb } from '../store/state.ts';
 import { spoolFolder, type MailboxConfig } from './config.ts';
-import { messageYield, ruleFor } from './select.ts';
+import { messageYield, ruleFor, type SkippedPart } from './select.ts';
 import {
+  cannotLogIn,
   mailboxStatus,
   NOT_CONNECTED,
   saveConnection,
@@ -123,7 +127,7 @@ export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv
 
 /**
  * A readable line for an IMAP error: the server's own text when it gave one, never a credential.
- * With the mailbox, a refused access token names its file and what renews it.
+ * With the mailbox, a refused login names the credential it used and what to do (loginRefusal).
  */
 export function describeImapError(error: unknown, mailbox?: MailboxConfig): string {
   const e = error as {
@@ -140,14 +144,27 @@ export function describeImapError(error: unknown, mailbox?: MailboxConfig): stri
     const oauthStatus =
       e.oauthError?.status !== undefined ? `; OAuth2 status ${String(e.oauthError.status)}` : '';
     const server = said || oauthStatus ? ` (${said}${said ? oauthStatus : oauthStatus.slice(2)})` : '';
-    if (mailbox?.oauth2_token_file)
-      return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (it is used as soon as the file changes)`;
-    return `the server refused the login${server}`;
+    return mailbox ? loginRefusal(mailbox, server) : `the server refused the login${server}`;
   }
   const text = e.responseText
     ? `${e.message ?? 'IMAP error'}: ${e.responseText}`
     : (e.message ?? String(error));
   return e.code && !text.includes(e.code) ? `${text} (${e.code})` : text;
+}
+
+/**
+ * A refused login, said the same in status, the page, /healthz, the log and `check`: which secret
+ * the server refused (the setting in use, where it comes from), why that happens and what to do,
+ * and when docex-sync tries it (like the API key's refusal). `server` is the server's own words.
+ */
+function loginRefusal(mailbox: MailboxConfig, server: string): string {
+  const key = `mailboxes[${mailbox.name}]`;
+  if (mailbox.oauth2_token_file)
+    return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (${key}.oauth2_token_file); it is used as soon as the file changes`;
+  if (mailbox.password_file)
+    return `the server refused the password in ${mailbox.password_file}${server}: it is wrong or was changed; write the current password of ${mailbox.user} there (${key}.password_file); it is used as soon as the file changes`;
+  // The environment is read once, when the process starts: only a new start sees a new value.
+  return `the server refused the password in the environment variable ${mailbox.password_env}${server}: it is wrong or was changed; set ${mailbox.password_env} (${key}.password_env) to the current password of ${mailbox.user}, then start docex-sync run again (a running daemon keeps the environment it was started with)`;
 }
 
 /** What the server's answer to a search for not-yet-taken messages is, per after-action. */
@@ -320,12 +337,11 @@ export class MailIntake {
     const message = describeImapError(error, mailbox);
     this.changed({ connected: false, last_error: { at: new Date(this.now()).toISOString(), message } });
     if ((error as { authenticationFailed?: boolean }).authenticationFailed) {
+      // In the words status and /healthz use; once per secret, not at every retry.
       if (this.state.login_refused === null || fresh)
         log.error(
-          { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host, reason: message },
-          mailbox.oauth2_token_file
-            ? 'mailbox: the server refused the access token; waiting for a new one in the token file, retrying'
-            : 'mailbox: the server refused the login; check the password; retrying',
+          { mailbox: mailbox.name, user: mailbox.user, host: mailbox.host },
+          cannotLogIn(mailbox, message),
         );
       this.changed({ login_refused: message });
     } else log.error({ mailbox: mailbox.name, err: message }, 'mailbox: connection failed; retrying');
@@ -406,7 +422,7 @@ export class MailIntake {
 
   /** One look at the folder: finish recorded messages, then take the new ones, oldest first. */
   private async pass(client: ImapFlow) {
-    const { mailbox, db } = this.deps;
+    const { mailbox, db, log } = this.deps;
     const lock = await client.getMailboxLock(mailbox.folder).catch((error: unknown) => {
       throw new MailboxError(
         `mailboxes[${mailbox.name}].folder: cannot open "${mailbox.folder}": ${describeImapError(error)}`,
@@ -423,11 +439,21 @@ export class MailIntake {
         if (m.uidvalidity === uidvalidity) await this.after(client, m.uid);
         db.mailDone(m.id, this.now());
       }
-      const uids = ((await client.search(pendingQuery(mailbox), { uid: true })) || []).sort((a, b) => a - b);
-      const known = db.mailKnownUids(mailbox.name, uidvalidity, uids);
+      // Only UIDs above the highest one recorded: a mail left as it was (unflagged, still in the
+      // folder) is never looked at again, so a poll costs what is new, not every mail ever left.
+      // "N:*" matches the highest message even when N is above it (RFC 3501): hence the filter.
+      const above = db.mailHighestUid(mailbox.name, uidvalidity);
+      const query = above ? { ...pendingQuery(mailbox), uid: `${above + 1}:*` } : pendingQuery(mailbox);
+      const uids = ((await client.search(query, { uid: true })) || [])
+        .filter((uid) => uid > above)
+        .sort((a, b) => a - b);
+      log.debug(
+        { mailbox: mailbox.name, uidvalidity, above_uid: above, found: uids.length },
+        'mailbox: looked for new mail',
+      );
       for (const uid of uids) {
         if (this.stopping) return;
-        if (!known.has(uid)) await this.take(client, uidvalidity, uid);
+        await this.take(client, uidvalidity, uid);
       }
     } finally {
       lock.release();
@@ -476,16 +502,21 @@ export class MailIntake {
           ? new Date(head.envelope.date).toISOString()
           : null,
     };
+    // Why the mail is left as it was: the after-action is for a mail whose every wanted attachment
+    // is recorded (docs/daemon.md, "What happens to a message"); null while it is.
+    let left: string | null = null;
     const record = (
       outcome: 'taken' | 'duplicate' | 'skipped',
       reason: string | null,
-      skipped: Array<{ name: string; reason: string }>,
+      skipped: SkippedPart[],
       files: Array<NewFile & { name: string }> = [],
-    ) => db.recordMail({ ...base, outcome, reason, skipped }, files, now);
+    ) => db.recordMail({ ...base, outcome, reason, skipped, left_reason: left }, files, now);
 
     let id: number;
     const earlier = envelopeId ? db.mailTakenWithMessageId(mailbox.name, envelopeId) : undefined;
     if (earlier) {
+      if (earlier.left_reason !== null)
+        left = `a copy of UID ${earlier.uid}, which was left too: ${earlier.left_reason}`;
       id = record(
         'duplicate',
         `Message-ID taken before (UID ${earlier.uid}, UIDVALIDITY ${earlier.uidvalidity})`,
@@ -497,10 +528,11 @@ export class MailIntake {
       );
     } else if ((head.size ?? 0) > mailbox.max_message_bytes) {
       const reason = `message larger than max_message_bytes (${head.size} bytes); not downloaded`;
-      id = record('skipped', reason, [{ name: '(message)', reason }]);
+      left = reason;
+      id = record('skipped', reason, [{ name: '(message)', reason, refused: true }]);
     } else {
       const full = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
-      if (!full || !full.source) return;
+      if (!full || !full.source) return; // expunged meanwhile
       const parsed = await messageYield(full.source, mailbox.attachments);
       const choice = ruleFor(mailbox, { fromAddress: parsed.fromAddress, subject: parsed.summary.subject });
       const summary = {
@@ -511,17 +543,16 @@ export class MailIntake {
       };
       Object.assign(base, summary);
       if ('skip' in choice) {
+        left = choice.skip;
         id = record('skipped', choice.skip, [
           ...parsed.skipped,
           ...parsed.taken.map((t) => ({ name: t.name, reason: choice.skip })),
         ]);
       } else if (parsed.taken.length === 0) {
-        id = record(
-          'skipped',
-          parsed.skipped.length ? 'no attachment to take' : 'no attachments',
-          parsed.skipped,
-        );
+        left = parsed.skipped.length ? 'no attachment to take' : 'no attachments';
+        id = record('skipped', left, parsed.skipped);
       } else {
+        left = refusals(parsed.skipped);
         const watch = spoolFolder(mailbox, choice.target);
         const files: Array<NewFile & { name: string }> = [];
         for (const part of parsed.taken) {
@@ -553,9 +584,23 @@ export class MailIntake {
         );
       }
     }
+    if (left !== null) {
+      // Recorded as done: nothing runs for it again, and the next poll asks only for higher UIDs.
+      log.info(
+        { mailbox: mailbox.name, uid, subject: base.subject, reason: left },
+        'mail not taken whole: left as it was (not flagged or moved)',
+      );
+      return;
+    }
     await this.after(client, uid);
     db.mailDone(id, this.now());
   }
+}
+
+/** Why a mail some of whose attachments were taken is still left: the parts it asked for that were refused. */
+function refusals(skipped: SkippedPart[]): string | null {
+  const refused = skipped.filter((s) => s.refused);
+  return refused.length ? refused.map((s) => `${s.name} was not taken (${s.reason})`).join('; ') : null;
 }
 
 /** `docex-sync check`: logs in, opens the folder and says what is there. Throws a MailboxError or the server's refusal. */

@@ -24,6 +24,12 @@ export interface TakenPart {
 export interface SkippedPart {
   name: string;
   reason: string;
+  /**
+   * A part the policy asks for that could not be taken (TNEF, empty, over max_bytes, an embedded
+   * message not opened): someone has to look at its mail, so the mail is not flagged or moved.
+   * Absent for a part the policy leaves out on purpose (an inline logo, a type, name or size it excludes).
+   */
+  refused?: true;
 }
 
 export interface MessageYield {
@@ -77,26 +83,44 @@ const typeMatches = (pattern: string, type: string) =>
   pattern.endsWith('/*') ? type.startsWith(pattern.slice(0, -1)) : pattern === type;
 const kib = (n: number) => (n < 1024 ? `${n} bytes` : `${Math.round(n / 1024)} KiB`);
 
-/** Why an attachment is not taken, or undefined when it is. */
-export function skipReason(policy: AttachmentPolicy, part: Attachment, name: string): string | undefined {
+/**
+ * Why an attachment is not taken, or undefined when it is. The policy's own filters come first, so
+ * that a part it leaves out (a 30 MB .docx) is said as left out, not as refused; TNEF before them,
+ * because its type is never in mime_types although it holds what the sender meant to send.
+ */
+export function skipReason(
+  policy: AttachmentPolicy,
+  part: Attachment,
+  name: string,
+): Omit<SkippedPart, 'name'> | undefined {
   const type = part.contentType.toLowerCase();
   if (type === 'application/ms-tnef' || type === 'application/vnd.ms-tnef' || TNEF.test(name))
-    return 'TNEF (winmail.dat, Outlook rich text): not unpacked; ask the sender to send plain attachments (Outlook: send as HTML or plain text)';
-  if (part.size === 0) return 'empty (0 bytes)';
-  if (part.size > policy.max_bytes)
-    return `larger than attachments.max_bytes (${kib(part.size)} > ${kib(policy.max_bytes)}); not written`;
-  if (part.size < policy.min_bytes) return `smaller than attachments.min_bytes (${kib(part.size)})`;
+    return {
+      reason:
+        'TNEF (winmail.dat, Outlook rich text): not unpacked; ask the sender to send plain attachments (Outlook: send as HTML or plain text)',
+      refused: true,
+    };
   const inline =
     part.contentDisposition === 'inline' ||
     (part.related === true && part.contentDisposition !== 'attachment');
   if (inline && type.startsWith('image/') && !policy.inline)
-    return 'inline image in the body (logo or signature); set attachments.inline: true to take these';
+    return {
+      reason: 'inline image in the body (logo or signature); set attachments.inline: true to take these',
+    };
   if (policy.mime_types.length > 0 && !policy.mime_types.some((p) => typeMatches(p.toLowerCase(), type)))
-    return `type ${type} is not in attachments.mime_types`;
+    return { reason: `type ${type} is not in attachments.mime_types` };
   if (policy.include.length > 0 && !policy.include.some((g) => wildcard(g).test(name)))
-    return 'name matches no attachments.include pattern';
+    return { reason: 'name matches no attachments.include pattern' };
   if (policy.exclude.some((g) => wildcard(g).test(name)))
-    return 'name matches an attachments.exclude pattern';
+    return { reason: 'name matches an attachments.exclude pattern' };
+  if (part.size < policy.min_bytes)
+    return { reason: `smaller than attachments.min_bytes (${kib(part.size)})` };
+  if (part.size === 0) return { reason: 'empty (0 bytes)', refused: true };
+  if (part.size > policy.max_bytes)
+    return {
+      reason: `larger than attachments.max_bytes (${kib(part.size)} > ${kib(policy.max_bytes)}); not written`,
+      refused: true,
+    };
   return undefined;
 }
 
@@ -134,18 +158,23 @@ export async function messageYield(
       const name = safeFileName(part.filename, `attachment-${label}${i + 1}`);
       if (part.contentType.toLowerCase() === 'message/rfc822') {
         if (depth >= MAX_DEPTH)
-          skipped.push({ name, reason: `an embedded message nested deeper than ${MAX_DEPTH} levels` });
+          skipped.push({
+            name,
+            reason: `an embedded message nested deeper than ${MAX_DEPTH} levels`,
+            refused: true,
+          });
         else
           await walk(part.content, depth + 1, `${label}${i + 1}.`).catch((error: unknown) =>
             skipped.push({
               name,
               reason: `an embedded message that could not be parsed: ${(error as Error).message}`,
+              refused: true,
             }),
           );
         continue;
       }
-      const reason = skipReason(policy, part, name);
-      if (reason) skipped.push({ name, reason });
+      const skip = skipReason(policy, part, name);
+      if (skip) skipped.push({ name, ...skip });
       else
         taken.push({
           name: unique(name),
@@ -173,7 +202,13 @@ export async function messageYield(
       summary: { from: '', subject: '', date: null, message_id: null },
       fromAddress: '',
       taken: [],
-      skipped: [{ name: '(message)', reason: `not a readable MIME message: ${(error as Error).message}` }],
+      skipped: [
+        {
+          name: '(message)',
+          reason: `not a readable MIME message: ${(error as Error).message}`,
+          refused: true,
+        },
+      ],
     };
   }
 }

@@ -2,14 +2,14 @@
  * The spool folders of the mailboxes as the pipeline sees them. Apart from mail/config.ts, which the
  * daemon's config schema imports: this side needs the watch's type from that schema.
  */
-import type { WatchConfig } from '../common/config.ts';
+import type { ConfigSlice, WatchConfig } from '../common/config.ts';
 import { spoolFolder, targetsOf, type MailboxConfig } from './config.ts';
 
 /**
  * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
  * files itself), uploads to the target and writes results like any watch.
  */
-export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
+function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
   const watches = new Map<string, WatchConfig>();
   for (const m of config.mailboxes)
     for (const t of targetsOf(m)) {
@@ -39,4 +39,13 @@ export function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfi
       });
     }
   return [...watches.values()];
+}
+
+/**
+ * Every watch a file row can name, by path: the configured folders and the mailboxes' spool
+ * folders. Whatever finds a row's watch (the pipeline, a rerun's refresh, retry, approve) asks
+ * this, so a file that came from a mailbox is never taken for one whose folder left the config.
+ */
+export function allWatches(config: ConfigSlice<'watch' | 'mailboxes'>): Map<string, WatchConfig> {
+  return new Map([...config.watch, ...spoolWatches(config)].map((w) => [w.path, w]));
 }

@@ -30,6 +30,15 @@ export interface MailboxStatus extends MailboxConnection {
   attachments: number;
   /** The last attachments (or messages) not taken, with the reason. */
   skipped: Array<{ subject: string; from: string; name: string; reason: string }>;
+  /**
+   * Mail not taken whole, so neither flagged nor moved (null with `after: leave`, which leaves all):
+   * what that means here ("left in INBOX without $DocexTaken"), how many, the last ones with why.
+   */
+  left: {
+    where: string;
+    count: number;
+    last: Array<{ subject: string; from: string; reason: string }>;
+  } | null;
 }
 
 export const NOT_CONNECTED: MailboxConnection = {
@@ -45,31 +54,56 @@ export function saveConnection(db: StateDb, name: string, state: MailboxConnecti
   db.setMailboxConnection(name, JSON.stringify(state));
 }
 
+/** What "left as it was" means for a mailbox's after-action, in status and on the page. */
+export function leftWhere(mailbox: MailboxConfig): string | null {
+  const { after, folder } = mailbox;
+  if (after.action === 'move') return `left in ${folder}, not moved to ${after.folder}`;
+  if (after.action === 'flag') return `left in ${folder} without ${after.flag}`;
+  return null;
+}
+
 export function mailboxStatus(db: StateDb, mailbox: MailboxConfig): MailboxStatus {
   const saved = db.mailboxConnection(mailbox.name);
   const connection = saved ? (JSON.parse(saved) as MailboxConnection) : NOT_CONNECTED;
+  const { messages, attachments, left } = db.mailCounts(mailbox.name);
+  const where = leftWhere(mailbox);
   return {
     name: mailbox.name,
     host: mailbox.host,
     user: mailbox.user,
     folder: mailbox.folder,
     ...connection,
-    ...db.mailCounts(mailbox.name),
+    messages,
+    attachments,
     skipped: db
       .mailSkips(mailbox.name)
       .flatMap((m) =>
         (JSON.parse(m.skipped) as Array<{ name: string; reason: string }>).map((s) => ({
           subject: m.subject,
           from: m.sender,
-          ...s,
+          name: s.name,
+          reason: s.reason,
         })),
       )
       .slice(0, 10),
+    left: where
+      ? {
+          where,
+          count: left,
+          last: (left ? db.mailLeft(mailbox.name) : []).map((m) => ({
+            subject: m.subject,
+            from: m.sender,
+            reason: m.left_reason!,
+          })),
+        }
+      : null,
   };
 }
 
+/** A refused login as /healthz, status, the page and the log say it. */
+export const cannotLogIn = (m: Pick<MailboxStatus, 'name' | 'user' | 'host'>, refusal: string) =>
+  `mailbox ${m.name} cannot log in (${m.user} at ${m.host}): ${refusal}`;
+
 /** /healthz reasons: a mailbox whose login is refused cannot take mail. */
 export const mailboxHealth = (statuses: MailboxStatus[]) =>
-  statuses
-    .filter((m) => m.login_refused)
-    .map((m) => `mailbox ${m.name} cannot log in (${m.user} at ${m.host}): ${m.login_refused}`);
+  statuses.flatMap((m) => (m.login_refused ? [cannotLogIn(m, m.login_refused)] : []));

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import type { ConfigSlice, RerunConfig, WatchConfig } from '../common/config.ts';
 import type { Notifier } from './notify.ts';
-import { spoolWatches } from '../mail/spool.ts';
+import { allWatches } from '../mail/spool.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
 
@@ -175,7 +175,7 @@ export async function refreshAfterRerun(
   const options = { ...DEFAULT_REFRESH, ...deps.refresh };
   const results = deps.results ?? new ResultWriter(client, { log, now });
   results.layouts.clear();
-  const watches = new Map([...config.watch, ...spoolWatches(config)].map((w) => [w.path, w]));
+  const watches = allWatches(config);
   const pending = new Map<number, FileRow[]>();
   for (const row of db.filesOfDocuments(documentIds)) {
     if (!watches.has(row.watch)) continue;

@@ -3,20 +3,21 @@
  * a daily running CSV per watched folder (one row per document). Columns follow the template's field
  * order; every path is resolved inside the watch's output folder (names from the server never decide).
  */
-import { stringify } from 'csv-stringify/sync';
 import { open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   generalFieldsOf,
-  lineItemsOf,
+  lineItemTable,
   safeFileName,
   type DocexClient,
   type DocumentData,
   type TaskResult,
 } from '@docex/shared';
+import { jsonInSlices, parseJsonInSlices } from '@docex/shared/node';
 import { crashPoint } from '../common/crash-point.ts';
-import { inside, syncFolder, writeAtomic } from '../common/files.ts';
+import { inside, nthName, Reservations, syncFolder, writeAtomic, type Pieces } from '../common/files.ts';
 import type { MailSource } from '../store/state.ts';
 
 /** The template's fields in display order, and how it writes numbers. */
@@ -107,12 +108,27 @@ const cellOf = (v: unknown, dialect: CsvDialect): string => {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 };
 
+/** Cells quoted in a CSV (RFC 4180): those holding the delimiter, a quote or a line break. */
+const MUST_QUOTE = { ',': /[",\r\n]/, ';': /[";\r\n]/ } as const;
+
+/**
+ * Rows as CSV text, a line break after each: cells quoted where RFC 4180 needs it, quotes doubled.
+ * What csv-stringify wrote (test/daemon/outputs/csv.test.ts), at a tenth of its CPU per cell, which
+ * counts for a document of 200,000 lines; and a lone carriage return is quoted too (csv-stringify
+ * left it bare, which a reader, ours included, takes for a line break).
+ */
 function csv(rows: unknown[][], dialect: CsvDialect, header = true): string {
-  const text = stringify(
-    rows.map((r) => r.map((v) => cellOf(v, dialect))),
-    { delimiter: dialect.delimiter, record_delimiter: '\n' },
-  );
-  return dialect.bom && header ? `\uFEFF${text}` : text;
+  const mustQuote = MUST_QUOTE[dialect.delimiter];
+  let text = dialect.bom && header ? '\uFEFF' : '';
+  for (const row of rows) {
+    for (let j = 0; j < row.length; j++) {
+      const cell = cellOf(row[j], dialect);
+      if (j > 0) text += dialect.delimiter;
+      text += mustQuote.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+    }
+    text += '\n';
+  }
+  return text;
 }
 
 export interface Fraud {
@@ -160,16 +176,40 @@ export function generalCsv(
   return csv([header, row], dialect);
 }
 
-export function linesCsv(data: DocumentData, layout?: TemplateLayout, dialect = STANDARD_CSV): string {
-  const items = lineItemsOf(data);
-  const names = orderColumns(layout?.line, [...new Set(items.flatMap((i) => Object.keys(i)))]);
+/**
+ * Cells of the line items CSV made between two turns of the event loop: a few ms of work. A document
+ * may have 200,000 lines; made at once, their CSV held the daemon's event loop for seconds.
+ */
+const CELLS_PER_PIECE = 10_000;
+
+/** The line items CSV, in pieces of about CELLS_PER_PIECE cells, the event loop running between them. */
+export async function* linesCsv(
+  data: DocumentData,
+  layout?: TemplateLayout,
+  dialect = STANDARD_CSV,
+): AsyncGenerator<string> {
+  const table = lineItemTable(data);
+  const names = orderColumns(layout?.line, table.names);
   const header = ['document_id', 'line', ...names.flatMap((n) => [n, `${n} (confidence)`])];
-  const rows = items.map((item, i) => [
-    data.document_id,
-    i + 1,
-    ...names.flatMap((n) => [item[n]?.value, item[n]?.confidence]),
-  ]);
-  return csv([header, ...rows], dialect);
+  let rows: unknown[][] = [header];
+  let first = true;
+  for (let i = 0; i < table.count; i++) {
+    const item = table.line(i);
+    rows.push([data.document_id, i + 1, ...names.flatMap((n) => [item[n]?.value, item[n]?.confidence])]);
+    if (rows.length * header.length >= CELLS_PER_PIECE) {
+      yield csv(rows, dialect, first);
+      first = false;
+      rows = [];
+      await nextTurn();
+    }
+  }
+  if (rows.length > 0) yield csv(rows, dialect, first);
+}
+
+/** A result JSON as written: indented, a newline at the end; in pieces (jsonInSlices). */
+async function* jsonFile(value: unknown): Pieces {
+  yield* jsonInSlices(value, 2);
+  yield '\n';
 }
 
 /** The base of result file names: the source file's name (made safe) and the document id. */
@@ -200,7 +240,7 @@ export interface ResultContext {
   refreshedBy?: string;
   /** The e-mail the file came from (mail intake). */
   message?: MailSource;
-  /** The base of the file names, from result_name (freeBase); default: resultBase(sourceName, id). */
+  /** The base of the file names, the file's own (freeBase); default: resultBase(sourceName, id). */
   base?: string | undefined;
 }
 
@@ -228,18 +268,25 @@ export const jsonResultPath = (
 
 export async function readResultJson(path: string): Promise<ResultJson | undefined> {
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as ResultJson;
+    return (await parseJsonInSlices(await readFile(path))) as ResultJson;
   } catch {
     return undefined;
   }
+}
+
+/** Whose result set a base is for: one file (its row), its document, where it was found. */
+export interface ResultOwner {
+  fileId: number;
+  documentId: number;
+  source: string;
 }
 
 /** Writes and appends results; one instance per process keeps the template cache and the daily files. */
 export class ResultWriter {
   readonly layouts: TemplateLayouts;
   private readonly daily = new DailyCsv();
-  /** Bases freeBase gave out whose files are not written yet (output/base → document id). */
-  private readonly reserved = new Map<string, number>();
+  /** Bases freeBase gave out whose files are not written yet (output/base, held by the file's row id). */
+  private readonly reserved = new Reservations();
   private readonly now: () => number;
 
   constructor(
@@ -257,7 +304,7 @@ export class ResultWriter {
     const base = ctx.base ?? resultBase(ctx.sourceName, data.document_id);
     const writtenAt = new Date(this.now());
     const written: string[] = [];
-    const put = async (name: string, content: string) => {
+    const put = async (name: string, content: string | Pieces) => {
       const path = inside(target.output, name);
       await writeAtomic(path, content);
       return path;
@@ -309,31 +356,53 @@ export class ResultWriter {
         ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
         ...(ctx.message ? { message: ctx.message } : {}),
       };
-      written.push(await put(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`));
+      written.push(await put(`${base}.json`, jsonFile(json)));
     }
     // The folder entries too, before the original can be archived: after a power loss the results
     // of an archived file are there (one folder fsync per group of documents, syncFolder).
     await Promise.all([...new Set(written.map((path) => dirname(path)))].map((dir) => syncFolder(dir)));
-    if (ctx.base !== undefined) this.reserved.delete(inside(target.output, base)); // on disk now
     return written;
   }
 
   /**
-   * A base for a document's result files that no other document's set holds: "R-1", "R-1 (2)", ...
-   * (a set already there for this document is its own, rewritten after a crash or a rerun).
+   * A base for one file's result files that no other file's set holds, in any of `targets` (output,
+   * and review_dir where a held set waits before it goes to output): "R-1", "R-1 (2)", ... A set
+   * already there is the file's own only when it names the file's document and source (rewritten
+   * after a crash); one of another file, even of the same document (the same bytes again), is
+   * not. `heldElsewhere` names the bases other files recorded (the state DB's knowledge, for sets
+   * not on disk, or on disk under the same source). The base stays reserved for the file until
+   * `written` is called for it, so two files finishing together never pick one base.
    */
-  async freeBase(target: ResultTarget, wanted: string, documentId: number): Promise<string> {
+  async freeBase(
+    targets: readonly [ResultTarget, ...ResultTarget[]],
+    wanted: string,
+    owner: ResultOwner,
+    heldElsewhere: (base: string) => boolean = () => false,
+  ): Promise<string> {
     for (let n = 1; ; n++) {
-      const base = n === 1 ? wanted : `${wanted} (${n})`;
-      const key = inside(target.output, base);
-      const reserved = this.reserved.get(key);
-      if (reserved !== undefined && reserved !== documentId) continue;
-      // Reserved before the await: two documents with the same data finishing together never pick one base.
-      this.reserved.set(key, documentId);
-      const owner = await ownerOf(target, base);
-      if (owner === undefined || owner === documentId) return base;
-      if (reserved === undefined) this.reserved.delete(key);
+      const base = nthName(wanted, n);
+      if (heldElsewhere(base)) continue;
+      const key = inside(targets[0].output, base);
+      const heldBefore = this.reserved.holderOf(key);
+      // Reserved before the await (see Reservations).
+      if (!this.reserved.take(key, owner.fileId)) continue;
+      const sets = await Promise.all(targets.map((t) => identityOf(t, base)));
+      const own = (set: SetIdentity | null | undefined) =>
+        set === undefined ||
+        (set !== null && set.documentId === owner.documentId && set.source === owner.source);
+      if (sets.every(own)) return base;
+      if (heldBefore === undefined) this.reserved.release(key, owner.fileId);
     }
+  }
+
+  /** The file's set is on disk at `base` (in output or review_dir): its reservation is given back. */
+  written(target: ResultTarget, base: string, fileId: number) {
+    this.reserved.release(inside(target.output, base), fileId);
+  }
+
+  /** After a restart: a base a file recorded whose set may not be written yet is held for it again. */
+  reserve(target: ResultTarget, base: string, fileId: number) {
+    this.reserved.take(inside(target.output, base), fileId);
   }
 
   /** After the original moved: the JSON says where it went (idempotent; nothing if it already does). */
@@ -348,29 +417,50 @@ export class ResultWriter {
     const path = jsonResultPath(target.output, sourceName, documentId, base);
     const json = await readResultJson(path);
     if (!json || json.archived_to === archivedTo) return;
-    await writeAtomic(path, `${JSON.stringify({ ...json, archived_to: archivedTo }, null, 2)}\n`);
+    await writeAtomic(path, jsonFile({ ...json, archived_to: archivedTo }));
   }
 }
 
-/** The document id of the result set at `base`: undefined when there is none, null when it cannot be read (taken). */
-async function ownerOf(target: ResultTarget, base: string): Promise<number | null | undefined> {
+/** Whose a result set on disk is: the document and the source file it names. */
+export interface SetIdentity {
+  documentId: number;
+  source: string;
+}
+
+/** The identity of the result set at `base`: undefined when there is none, null when it cannot be read (taken). */
+export async function identityOf(
+  target: ResultTarget,
+  base: string,
+): Promise<SetIdentity | null | undefined> {
+  // generalCsv's first columns: document_id, document_name, source_file.
+  const fromFields = (bytes: Buffer) => {
+    const text = bytes.toString('utf8');
+    const row = parseCsv(text.replace(/^\uFEFF/, ''), text.includes(';') ? ';' : ',')[1] ?? [];
+    return { documentId: Number(row[0]), source: row[2] };
+  };
   for (const [suffix, read] of [
-    ['.json', (text: string) => (JSON.parse(text) as ResultJson).document.document_id],
     [
-      '.fields.csv',
-      (text: string) => Number(parseCsv(text.replace(/^\uFEFF/, ''), text.includes(';') ? ';' : ',')[1]?.[0]),
+      '.json',
+      // A large document's JSON is read a slice at a time (sliced-json.ts in @docex/shared/node).
+      async (bytes: Buffer) => {
+        const json = (await parseJsonInSlices(bytes)) as ResultJson;
+        return { documentId: json.document.document_id, source: json.source_file };
+      },
     ],
+    ['.fields.csv', fromFields],
     ['.lines.csv', () => null],
   ] as const) {
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readFile(inside(target.output, `${base}${suffix}`), 'utf8');
+      bytes = await readFile(inside(target.output, `${base}${suffix}`));
     } catch {
       continue;
     }
     try {
-      const id = read(text);
-      return typeof id === 'number' && Number.isFinite(id) ? id : null;
+      const set = await read(bytes);
+      return set && Number.isFinite(set.documentId) && typeof set.source === 'string'
+        ? (set as SetIdentity)
+        : null;
     } catch {
       return null;
     }
@@ -396,9 +486,17 @@ type DailyRecord = Record<(typeof DAILY_COLUMNS)[number], unknown>;
 
 interface DailyFile {
   header: string[];
-  /** document_id + source_file of the rows already in the file: a crash replay does not add a row twice. */
+  /** rowKey of the rows already in the file: a crash replay does not add a row twice. */
   keys: Set<string>;
 }
+
+/**
+ * Which file a row is of: its document, where it was found and where its original went. Two files
+ * of one document (the same bytes), even found at one path (dropped again once the first was
+ * moved on), each get their row; the same file's results written again after a crash do not.
+ */
+const rowKey = (documentId: unknown, source: unknown, archivedTo: unknown) =>
+  `${String(documentId ?? '')}\u0000${String(source ?? '')}\u0000${String(archivedTo ?? '')}`;
 
 /** A row waiting for its group's append (DailyCsv.append). */
 interface QueuedRow {
@@ -476,7 +574,7 @@ export class DailyCsv {
     const added = new Set<string>();
     let text = '';
     const appended = group.map(({ record, fields, dialect, again }) => {
-      const key = `${String(record.document_id)}\u0000${String(record.source_file)}`;
+      const key = rowKey(record.document_id, record.source_file, record.archived_to);
       if (file.header.length === 0) {
         file.header = [...DAILY_COLUMNS, ...fields.map(([n]) => n)];
         text += csv([file.header], dialect);
@@ -529,9 +627,10 @@ export class DailyCsv {
       text = text.slice(0, end);
     }
     const [header = [], ...rows] = parseCsv(text.replace(/^\uFEFF/, ''), dialect.delimiter);
-    const id = header.indexOf('document_id');
-    const source = header.indexOf('source_file');
-    return { header, keys: new Set(rows.map((r) => `${r[id] ?? ''}\u0000${r[source] ?? ''}`)) };
+    const [id, source, archived] = (['document_id', 'source_file', 'archived_to'] as const).map((c) =>
+      header.indexOf(c),
+    );
+    return { header, keys: new Set(rows.map((r) => rowKey(r[id!], r[source!], r[archived!]))) };
   }
 }
 

@@ -23,11 +23,13 @@ import {
 } from '@docex/shared';
 import type { ReviewSettings, WatchConfig } from '../common/config.ts';
 import { hasReviewRules } from '../common/config.ts';
-import { freeTarget, inside, tempSuffix, writeAtomic } from '../common/files.ts';
+import { routeSettings } from '../common/route-settings.ts';
+import { freeTarget, inside, Reservations, tempSuffix, writeAtomic } from '../common/files.ts';
 import type { FileRow } from '../engine/lifecycle.ts';
 import {
   DailyCsv,
   dialectFor,
+  identityOf,
   localDate,
   resultBase,
   type ResultContext,
@@ -37,7 +39,7 @@ import {
 /** The rules of a route (its own `review`, when it has one) or else of its watch, in the core's terms. */
 export function reviewRulesFor(watch: WatchConfig, route: string | null): ReviewRules | undefined {
   const own = route === null ? undefined : watch.routes.find((r) => (r.name ?? r.match) === route);
-  const section = own?.review ?? watch.review;
+  const section = own ? routeSettings(watch, own).review : watch.review;
   return hasReviewRules(section) ? rulesOf(section) : undefined;
 }
 
@@ -102,14 +104,16 @@ function cleanReason(r: ReviewReason): ReviewReason {
 
 /**
  * Whether the document waits for a person: the reasons (sanitised) as FileRow.review, and where its
- * original waits (null: on_success keep leaves it where it is). Undefined when no rule fires, or
- * when the decision was taken before (a replay keeps the first).
+ * original waits (null: on_success keep leaves it where it is): a free name in review_dir that no
+ * other file holds in `places` either (one whose original is on its way there), then held for this
+ * file. Undefined when no rule fires, or when the decision was taken before (a replay keeps the first).
  */
 export async function decideReview(
   watch: WatchConfig,
   row: FileRow,
   data: DocumentData,
   task: TaskResult | null,
+  places: Reservations = new Reservations(),
 ): Promise<{ review: string; reviewPath: string | null } | undefined> {
   if (row.review !== null || !watch.review_dir) return undefined;
   const rules = reviewRulesFor(watch, row.route);
@@ -128,7 +132,11 @@ export async function decideReview(
     },
   };
   const reviewPath =
-    watch.on_success === 'keep' ? null : await freeTarget(watch.review_dir, row.archive_rel ?? row.rel);
+    watch.on_success === 'keep'
+      ? null
+      : await freeTarget(watch.review_dir, row.archive_rel ?? row.rel, {
+          reserve: { in: places, holder: row.id },
+        });
   return { review: JSON.stringify(held), reviewPath };
 }
 
@@ -141,7 +149,7 @@ export function heldReview(row: Pick<FileRow, 'review'>): HeldReview {
   }
 }
 
-/** The base of a file's result names: result_name's, else "<name>.doc-<id>" (results.ts). */
+/** The base of a file's result names: its own (recorded), else "<name>.doc-<id>" for a row from before (results.ts). */
 const baseOf = (row: FileRow) => row.result_base ?? resultBase(basename(row.path), row.document_id!);
 
 /** The review.json as written (what approval reads back). */
@@ -177,10 +185,22 @@ export class ReviewQueue {
   private readonly results: ResultWriter;
   private readonly csv = new DailyCsv();
   private readonly now: () => number;
+  /** Places in review_dir given to originals not moved there yet (decide → hold). */
+  private readonly places = new Reservations();
 
   constructor(results: ResultWriter, now: () => number = Date.now) {
     this.results = results;
     this.now = now;
+  }
+
+  /** decideReview, the original's place held for the file until `hold` moved it there. */
+  decide(watch: WatchConfig, row: FileRow, data: DocumentData, task: TaskResult | null) {
+    return decideReview(watch, row, data, task, this.places);
+  }
+
+  /** After a restart: a place a file recorded whose original may not be there yet is held for it again. */
+  reservePlace(path: string, fileId: number) {
+    this.places.take(path, fileId);
   }
 
   async write(watch: WatchConfig, row: FileRow, data: DocumentData, ctx: ResultContext): Promise<string[]> {
@@ -199,7 +219,8 @@ export class ReviewQueue {
       rules: held.reasons,
       fraud: held.fraud,
       results: files,
-      approve: `docex-sync approve --config <config> "${cleanText(basename(row.path))}" (or Approve on the status page)`,
+      // Its own path, not its name: another file of the same name may wait too.
+      approve: `docex-sync approve --config <config> "${cleanText(row.review_path ?? row.path)}" (or Approve on the status page)`,
       outcome: ctx.outcome,
       sha256: ctx.sha256,
       document: data,
@@ -216,7 +237,10 @@ export class ReviewQueue {
    * adds none twice).
    */
   async hold(watch: WatchConfig, row: FileRow): Promise<void> {
-    if (row.review_path !== null) await moveTo(row.path, row.review_path);
+    if (row.review_path !== null) {
+      await moveTo(row.path, row.review_path);
+      this.places.release(row.review_path, row.id); // there now: the file itself holds the name
+    }
     const held = heldReview(row);
     const at = new Date(this.now());
     await this.csv.append(
@@ -245,6 +269,9 @@ export class ReviewQueue {
    * CSV gets its row and the JSON says where the original goes), then the review copies removed,
    * review.json last. Returns where the original is planned to go and the files written; nothing
    * when an earlier try got as far as removing the review.json (its results are in output).
+   * Only this file's own review files are read or removed: a review.json of another file at its
+   * names (two files were given one name before each got its own) is left alone, and this file waits
+   * with the reason.
    */
   async release(
     watch: WatchConfig,
@@ -253,16 +280,27 @@ export class ReviewQueue {
   ): Promise<{ planned: string | null; files: string[] } | undefined> {
     const base = baseOf(row);
     const reviewJson = inside(watch.review_dir!, `${base}.review.json`);
+    const lost = `put its original (${row.review_path ?? row.path}) into the watched folder again to have it processed anew`;
     let review: ReviewJson;
     try {
       review = JSON.parse(await readFile(reviewJson, 'utf8')) as ReviewJson;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        const there = await identityOf(watch, base);
+        if (there && there.documentId === row.document_id && there.source === row.path) return undefined;
+        throw new Error(
+          `${reviewJson} is gone, and ${inside(watch.output, base)}.* are not this file's results; they cannot be written without it: restore it, or ${lost}`,
+        );
+      }
       throw new Error(
         `${reviewJson} cannot be read (${(error as Error).message}); it holds the document's data for its results: restore it, or approve after a rerun`,
         { cause: error },
       );
     }
+    if (review.source_file !== row.path)
+      throw new Error(
+        `${reviewJson} is the review of another file (${review.source_file}), not of ${row.path}: it is left alone. This file's own review was written over (both were given one name); ${lost}`,
+      );
     const planned = await plannedArchive();
     const files = await this.results.write(watch, review.document, {
       source: row.path,

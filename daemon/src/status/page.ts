@@ -39,13 +39,19 @@ export function renderMain(s: StatusSnapshot): string {
       : `<span class="bad">unreachable since ${when(s.service.since)}: ${esc(s.service.reason)}</span>`;
   const summary = `<section><h2>Now</h2>
 <p class="big"><span data-testid="queued">${queued}</span> in the queue ·
+<span data-testid="review-total">${s.review.total}</span> waiting for review ·
+<span data-testid="held-total">${s.held.total}</span> held ·
 <span data-testid="failed-total">${s.failed.total}</span> failed ·
 <span data-testid="archived">${s.files.archived ?? 0}</span> finished (archived)</p>
 <p>Service: ${service}</p>
 <p>Last hour: <strong data-testid="hour-processed">${s.throughput.last_hour.processed}</strong> processed,
+<strong data-testid="hour-review">${s.throughput.last_hour.review}</strong> to review,
 <strong>${s.throughput.last_hour.failed}</strong> failed</p>
 <p class="muted" data-testid="per-10-minutes">Per 10 minutes, newest first: ${s.throughput.per_10_minutes
-    .map((b) => `${b.processed} processed${b.failed ? `, ${b.failed} failed` : ''}`)
+    .map(
+      (b) =>
+        `${b.processed} processed${b.review ? `, ${b.review} to review` : ''}${b.failed ? `, ${b.failed} failed` : ''}`,
+    )
     .join('; ')}.</p></section>`;
   const watches = `<section><h2>Watched folders</h2><table><thead><tr><th>Folder</th>${FILE_STATES.map(
     (st) => `<th>${st}</th>`,
@@ -92,6 +98,11 @@ ${s.watches
               .map(
                 (k) =>
                   `<tr><td></td><td colspan="6" class="muted">not taken: ${esc(k.name)} from “${esc(k.subject)}” (${esc(k.from)}): ${esc(k.reason)}</td></tr>`,
+              )
+              .join('')}${(m.left?.last ?? [])
+              .map(
+                (k) =>
+                  `<tr><td></td><td colspan="6" class="muted">${esc(m.left!.where)}: “${esc(k.subject)}” (${esc(k.from)}): ${esc(k.reason)}</td></tr>`,
               )
               .join('')}`,
         )

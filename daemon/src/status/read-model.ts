@@ -2,8 +2,10 @@
  * The status read model: what `docex-sync status`, the status page, /api/status and /healthz say,
  * read from the state DB in one place so that they cannot disagree.
  */
+import { HINTS } from '@docex/shared';
+import { syncTerms } from '../common/api-config.ts';
 import type { ConfigSlice } from '../common/config.ts';
-import { FILE_STATES, type FileState } from '../engine/lifecycle.ts';
+import { FILE_STATES, type FileRow, type FileState } from '../engine/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { BlindWatcherRecord, PullRecord, StateDb } from '../store/state.ts';
 import { heldReview } from '../outputs/review.ts';
@@ -80,9 +82,12 @@ export interface StatusSnapshot {
   }>;
   pulls: PullRecord[];
   throughput: {
-    /** Files finished (archived) and failed in the last hour, and per 10 minutes, newest first. */
-    last_hour: { processed: number; failed: number };
-    per_10_minutes: Array<{ from: string; processed: number; failed: number }>;
+    /**
+     * Files finished (archived), failed and gone to review (still waiting there) in the last hour,
+     * and per 10 minutes, newest first.
+     */
+    last_hour: { processed: number; failed: number; review: number };
+    per_10_minutes: Array<{ from: string; processed: number; failed: number; review: number }>;
   };
 }
 
@@ -138,7 +143,7 @@ function diskProblem(source: StatusSource): string | undefined {
 function keyRefusalReason(refusal: { at: number; message: string }) {
   const what = refusal.message.includes('DOCEX_API_KEY')
     ? refusal.message
-    : `${refusal.message}; set DOCEX_API_KEY (or api.api_key_file) to a key this service accepts`;
+    : `${refusal.message}; ${HINTS.keyRefused(syncTerms())}`;
   return `the service refused the API key (${iso(refusal.at)}) and docex-sync run stopped (exit 3): ${what}, then start docex-sync run again (its key check clears this)`;
 }
 
@@ -188,6 +193,23 @@ export function healthOf(source: StatusSource): Health {
   return { level, ok: level === 'healthy', reasons: [...failing, ...attention] };
 }
 
+export type ReviewEntry = StatusSnapshot['review']['files'][number];
+/** A document waiting for review as the page, `status` and `review list` say it: where, since when, why. */
+export function reviewEntry(r: FileRow): ReviewEntry {
+  const { reasons } = heldReview(r);
+  return {
+    id: r.id,
+    file: r.path,
+    watch: r.watch,
+    route: r.route,
+    original: r.review_path ?? r.path,
+    document_id: r.document_id,
+    reasons: reasons.map((x) => x.message),
+    rules: reasons.map(({ message: _, ...rule }) => rule),
+    since: iso(r.updated_at)!,
+  };
+}
+
 /** What a blind watcher means and what to do, said the same everywhere. */
 export const blindAdvice = (b: BlindWatcherRecord) =>
   `its watcher reports no events: ${b.rescans} rescans found ${b.files} file(s) no event reported (a network share, SMB/NFS?), so new files wait for the next rescan; set polling: true for this folder`;
@@ -219,12 +241,16 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     from: now - (i + 1) * 600_000,
     processed: 0,
     failed: 0,
+    review: 0,
   }));
+  const bucketOf = (at: number) => buckets[Math.max(0, Math.min(5, Math.floor((now - at) / 600_000)))]!;
   for (const f of finished) {
-    const bucket = buckets[Math.min(5, Math.floor((now - f.updated_at) / 600_000))]!;
+    const bucket = bucketOf(f.updated_at);
     if (f.state === 'archived') bucket.processed++;
     else bucket.failed++;
   }
+  const reviewed = db.reviewSince(hourAgo);
+  for (const at of reviewed) bucketOf(at).review++;
   const down = db.serviceUnreachable();
   const reruns = db.lastReruns(5) as Array<{
     name: string;
@@ -275,20 +301,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     },
     review: {
       total: files.review,
-      files: db.inReview(failedLimit).map((r) => {
-        const { reasons } = heldReview(r);
-        return {
-          id: r.id,
-          file: r.path,
-          watch: r.watch,
-          route: r.route,
-          original: r.review_path ?? r.path,
-          document_id: r.document_id,
-          reasons: reasons.map((x) => x.message),
-          rules: reasons.map(({ message: _, ...rule }) => rule),
-          since: iso(r.updated_at)!,
-        };
-      }),
+      files: db.inReview(failedLimit).map(reviewEntry),
     },
     failed: {
       total: files.failed,
@@ -327,6 +340,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       last_hour: {
         processed: finished.filter((f) => f.state === 'archived').length,
         failed: finished.filter((f) => f.state === 'failed').length,
+        review: reviewed.length,
       },
       per_10_minutes: buckets.map((b) => ({ ...b, from: iso(b.from)! })),
     },

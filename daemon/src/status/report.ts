@@ -16,6 +16,7 @@ import {
 import { StateDb } from '../store/state.ts';
 import { stateDbSpace } from '../common/disk.ts';
 import { isDiskFull } from '../engine/disk-space.ts';
+import { ACTIVE_STATES } from '../engine/lifecycle.ts';
 
 export const STATUS_SCHEMA = 'docex-sync.status/1';
 
@@ -61,6 +62,10 @@ export function renderStatus(s: CliStatus): string {
     lines.push(`  ... and ${s.failed.total - s.failed.files.length} more failed file(s)`);
   for (const f of s.blocked) lines.push(`  held back ${f.file}: ${f.problem}`);
   const total = Object.values(s.files).reduce((a, b) => a + b, 0);
+  const queued = ACTIVE_STATES.reduce((n, state) => n + (s.files[state] ?? 0), 0);
+  lines.push(
+    `Now: ${queued} in the queue, ${s.review.total} waiting for review, ${s.held.total} held, ${s.failed.total} failed, ${s.files.archived ?? 0} finished (archived)`,
+  );
   lines.push(`Files: ${total}`);
   for (const [state, n] of Object.entries(s.files)) lines.push(`  ${state.padEnd(11)} ${n}`);
   const busy = (files: Record<string, number>) =>
@@ -96,9 +101,11 @@ export function renderStatus(s: CliStatus): string {
     );
     for (const k of m.skipped.slice(0, 3))
       lines.push(`  not taken: ${k.name} from "${k.subject}": ${k.reason}`);
+    for (const k of m.left?.last.slice(0, 3) ?? [])
+      lines.push(`  ${m.left!.where}: "${k.subject}": ${k.reason}`);
   }
   lines.push(
-    `Last hour: ${s.throughput.last_hour.processed} processed, ${s.throughput.last_hour.failed} failed`,
+    `Last hour: ${s.throughput.last_hour.processed} processed, ${s.throughput.last_hour.review} to review, ${s.throughput.last_hour.failed} failed`,
   );
   if (s.reruns.length) {
     lines.push('Last reruns:');

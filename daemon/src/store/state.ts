@@ -239,6 +239,11 @@ const MIGRATIONS = [
   END;
   CREATE INDEX files_finished ON files(updated_at) WHERE state = 'archived' OR state = 'failed';
   CREATE INDEX files_blocked ON files(updated_at) WHERE blocked IS NOT NULL;`,
+  // 12: mail left as it was (issue #41): the after-action (flag, move) runs only for a message whose
+  // every wanted attachment was recorded; for the others this says why it did not (NULL: it ran, or
+  // the row is older than this version, which ran it for every message). Status lists the last ones.
+  `ALTER TABLE mail_messages ADD COLUMN left_reason TEXT;
+  CREATE INDEX mail_messages_left ON mail_messages(mailbox, id) WHERE left_reason IS NOT NULL;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -270,7 +275,9 @@ export interface NewMailMessage {
   /** taken: its attachments are in the pipeline; duplicate: its Message-ID was taken before; skipped: nothing to take. */
   outcome: 'taken' | 'duplicate' | 'skipped';
   reason: string | null;
-  skipped: Array<{ name: string; reason: string }>;
+  skipped: Array<{ name: string; reason: string; refused?: true }>;
+  /** Why the mail is left as it was (not flagged or moved); null: its after-action runs. */
+  left_reason: string | null;
 }
 export interface MailMessageRow extends Omit<NewMailMessage, 'skipped'> {
   id: number;
@@ -1080,6 +1087,16 @@ export class StateDb {
     ).all(ms) as Array<{ state: FileState; updated_at: number }>;
   }
   /**
+   * When the documents waiting for review since `ms` went there. Through files_state (a seek to
+   * state 'review'): it reads the rows waiting for a person, few by nature (the page lists them
+   * too), never the rows at rest, so no index and no migration for it.
+   */
+  reviewSince(ms: number): number[] {
+    return this.st(`SELECT updated_at FROM files WHERE state = 'review' AND updated_at >= ?`)
+      .pluck()
+      .all(ms) as number[];
+  }
+  /**
    * Rows of a watch whose files of `kind` are older than `cutoff` (by the time the DB recorded their
    * move or write) and not settled by retention yet, in id order after `afterId`. Results of a
    * document that another row still within the period shares (the same bytes again) wait for it, as
@@ -1186,15 +1203,21 @@ export class StateDb {
   /**
    * A message and the file rows of its attachments, in one commit (written to the spool before):
    * after this returns, a crash loses none of them and a restart does not take the message again.
+   * A message left as it was is done at once: it has no after-action to run.
    */
   recordMail(message: NewMailMessage, files: Array<NewFile & { name: string }>, now: number): number {
     const id = this.write(() => {
       const messageId = Number(
         this.st(
-          `INSERT INTO mail_messages (mailbox, uidvalidity, uid, message_id, sender, subject, sent_at, outcome, reason, attachments, skipped, recorded_at)
-           VALUES (@mailbox, @uidvalidity, @uid, @message_id, @sender, @subject, @sent_at, @outcome, @reason, @attachments, @skipped, @now)`,
-        ).run({ ...message, attachments: files.length, skipped: JSON.stringify(message.skipped), now })
-          .lastInsertRowid,
+          `INSERT INTO mail_messages (mailbox, uidvalidity, uid, message_id, sender, subject, sent_at, outcome, reason, attachments, skipped, recorded_at, left_reason, done_at)
+           VALUES (@mailbox, @uidvalidity, @uid, @message_id, @sender, @subject, @sent_at, @outcome, @reason, @attachments, @skipped, @now, @left_reason, @done_at)`,
+        ).run({
+          ...message,
+          attachments: files.length,
+          skipped: JSON.stringify(message.skipped),
+          now,
+          done_at: message.left_reason === null ? null : now,
+        }).lastInsertRowid,
       );
       for (const file of files) {
         const fileId = this.insert(file.watch, file, now, 0);
@@ -1222,15 +1245,15 @@ export class StateDb {
       `SELECT * FROM mail_messages WHERE mailbox = ? AND message_id = ? AND outcome = 'taken' ORDER BY id LIMIT 1`,
     ).get(mailbox, messageId) as MailMessageRow | undefined;
   }
-  /** Which of `uids` (under this UIDVALIDITY) are recorded already. */
-  mailKnownUids(mailbox: string, uidvalidity: number, uids: number[]): Set<number> {
-    if (uids.length === 0) return new Set();
-    return new Set(
-      this.st(
-        `SELECT uid FROM mail_messages WHERE mailbox = ? AND uidvalidity = ? AND uid IN (SELECT value FROM json_each(?))`,
-      )
+  /**
+   * The highest UID recorded under this UIDVALIDITY (0: none). Messages are taken in UID order and
+   * a new message always gets a higher UID, so a poll asks the server only for UIDs above it.
+   */
+  mailHighestUid(mailbox: string, uidvalidity: number): number {
+    return (
+      (this.st(`SELECT MAX(uid) FROM mail_messages WHERE mailbox = ? AND uidvalidity = ?`)
         .pluck()
-        .all(mailbox, uidvalidity, JSON.stringify(uids)) as number[],
+        .get(mailbox, uidvalidity) as number | null) ?? 0
     );
   }
   /** Recorded messages whose after-action (flag, move) has not run yet. */
@@ -1242,17 +1265,25 @@ export class StateDb {
   mailDone(id: number, now: number) {
     this.write(() => this.st(`UPDATE mail_messages SET done_at = ? WHERE id = ?`).run(now, id));
   }
-  /** For status: messages by outcome and attachments taken. */
-  mailCounts(mailbox: string): { messages: Record<string, number>; attachments: number } {
+  /** For status: messages by outcome, attachments taken, messages left as they were. */
+  mailCounts(mailbox: string): { messages: Record<string, number>; attachments: number; left: number } {
     const messages: Record<string, number> = { taken: 0, duplicate: 0, skipped: 0 };
     let attachments = 0;
+    let left = 0;
     for (const r of this.st(
-      `SELECT outcome, COUNT(*) AS n, SUM(attachments) AS a FROM mail_messages WHERE mailbox = ? GROUP BY outcome`,
-    ).all(mailbox) as Array<{ outcome: string; n: number; a: number }>) {
+      `SELECT outcome, COUNT(*) AS n, SUM(attachments) AS a, COUNT(left_reason) AS l FROM mail_messages WHERE mailbox = ? GROUP BY outcome`,
+    ).all(mailbox) as Array<{ outcome: string; n: number; a: number; l: number }>) {
       messages[r.outcome] = r.n;
       attachments += r.a;
+      left += r.l;
     }
-    return { messages, attachments };
+    return { messages, attachments, left };
+  }
+  /** The last messages left as they were (not flagged or moved), newest first. */
+  mailLeft(mailbox: string, limit = 10): MailMessageRow[] {
+    return this.st(
+      `SELECT * FROM mail_messages WHERE mailbox = ? AND left_reason IS NOT NULL ORDER BY id DESC LIMIT ?`,
+    ).all(mailbox, limit) as MailMessageRow[];
   }
   /** The last messages that had something skipped or were skipped, newest first. */
   mailSkips(mailbox: string, limit = 5): MailMessageRow[] {

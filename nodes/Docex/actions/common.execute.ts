@@ -14,6 +14,7 @@ import {
 import {
   DocexApiError,
   DocexError,
+  DocexRateLimitError,
   DocexValidationError,
   readAll,
   safeFileName,
@@ -25,6 +26,7 @@ import { BINARY_PROPERTY, collectionOf, isTopLevel, LOOK_UP_BY } from './common.
 import { parameterName } from './naming.ts';
 import type { ApiInput, NodeOperation } from './node.type.ts';
 import { fileFromBase64, fileFromUrl, SOURCE, type Source } from './sources.ts';
+import { RATE_LIMIT_BUDGET_MS } from '../transport/index.ts';
 
 /** A list parameter: an array (from an expression) or comma/space/semicolon-separated text. */
 export function splitList(value: unknown): string[] {
@@ -208,9 +210,17 @@ export async function binaryItem(
   };
 }
 
+/** What a 429 that reached the workflow means, and what to change (docs/n8n.md, "Rate limit"). */
+export const RATE_LIMIT_ADVICE =
+  `The service kept refusing requests as too many (HTTP 429) for the ${RATE_LIMIT_BUDGET_MS / 60_000} minutes this step retries them, ` +
+  'or asked to wait longer than a minute. Every execution of this n8n instance that uses this credential shares its ' +
+  '"Requests per Second" (default 10): set it to the rate your service allows; with queue-mode workers, ' +
+  'to that rate divided by the number of workers.';
+
 /** What n8n shows below the message: the 422 entries, the batch error code, or the server's words. */
 function descriptionOf(error: DocexApiError): string | undefined {
   if (error instanceof DocexValidationError && error.issues.length > 0) return error.issues.join('\n');
+  if (error instanceof DocexRateLimitError) return RATE_LIMIT_ADVICE;
   const batch = error.batchError;
   if (batch) {
     const id = batch.id_type ? ` (${batch.id_type} ${String(batch.id)})` : '';

@@ -18,6 +18,7 @@ import {
   redactDeep,
 } from './errors.ts';
 import { fileNameFromContentDisposition, safeFileName } from './files.ts';
+import type { SettingTerms } from './hints.ts';
 import {
   getOperation,
   OPERATION_NAMES,
@@ -65,6 +66,8 @@ export interface ClientOptions {
   instructionIdIn?: 'query' | 'path';
   /** Scrubs secrets from anything the server echoes into an error message. */
   redact?: (text: string) => string;
+  /** Where the program's user sets the URL, key, proxy and CA its messages name (hints.ts; default: these options' names). */
+  terms?: SettingTerms;
 }
 
 export interface CallOptions {
@@ -178,6 +181,7 @@ class DocexClientBase {
   private readonly elapsed: () => number;
   private readonly random: () => number;
   private readonly redact: (s: string) => string;
+  private readonly terms: SettingTerms | undefined;
   /**
    * A 429 speaks of the whole client, not of one request: after one, new calls wait until this time
    * too, and the wait grows with each further 429 in a row (reset by any answer that is not a 429).
@@ -193,6 +197,7 @@ class DocexClientBase {
     this.elapsed = options.elapsed ?? this.now;
     this.random = options.random ?? Math.random;
     this.redact = options.redact ?? ((s) => s);
+    this.terms = options.terms;
   }
 
   /** Any operation by its API name. */
@@ -208,6 +213,7 @@ class DocexClientBase {
 
     /** An earlier attempt failed in a way that leaves open whether the server carried it out. */
     let mayHaveActed = false;
+    const firstAttempt = this.elapsed();
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(options.signal, name);
       const coolDown = this.rateLimitedUntil - this.elapsed();
@@ -247,11 +253,14 @@ class DocexClientBase {
       if (!notSent && !(error instanceof DocexRateLimitError)) mayHaveActed = true;
       const serverWait = error instanceof DocexApiError ? error.retryAfterMs : undefined;
       if (error instanceof DocexRateLimitError) this.coolDown(policy, serverWait);
+      // Past maxRetries only a 429 goes on, and only while the retry starts within the budget.
+      const budget = error instanceof DocexRateLimitError ? (policy.rateLimitBudgetMs ?? 0) : 0;
       const delay =
-        attempt < policy.maxRetries && retryable
+        retryable && (attempt < policy.maxRetries || budget > 0)
           ? retryDelayMs(attempt, policy, this.random, serverWait)
           : undefined;
       if (delay === undefined) throw error;
+      if (attempt >= policy.maxRetries && this.elapsed() + delay - firstAttempt > budget) throw error;
       log?.warn(
         { operation: name, attempt: attempt + 1, delayMs: delay, error: error.message },
         'docex: retrying',
@@ -374,7 +383,7 @@ class DocexClientBase {
       return new DocexAbortError(operation, 'aborted', { cause: signal?.reason });
     }
     if (thrown instanceof TransportError) {
-      if (thrown.failure) return networkError(operation, thrown.failure, thrown.code);
+      if (thrown.failure) return networkError(operation, thrown.failure, thrown.code, undefined, this.terms);
       const message = this.redact(thrown.message);
       return thrown.kind === 'timeout'
         ? new DocexTimeoutError(operation, `timed out: ${message}`, { code: thrown.code })

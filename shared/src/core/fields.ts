@@ -62,32 +62,62 @@ export function generalFieldsOf(data: WithFields | TaskResult): NamedFieldValue[
 }
 
 /**
+ * The line items as a table read a line at a time: the columns in order of first appearance (the
+ * keys lineItemsOf's lines have, in the order they come), how many lines, and line `i` as
+ * lineItemsOf gives it. Nothing is made for every line at once: a document may have 200,000 lines,
+ * and their results are written a slice at a time.
+ */
+export interface LineItemTable {
+  names: string[];
+  count: number;
+  line(i: number): Record<string, FieldValue>;
+}
+
+/**
  * Line items as rows. Accepts { field: [entry, ...] } (one array per field, index = line),
  * { field: { values: [...], confidences: [...] } }, and a list of line objects [{ field: entry }].
  */
-export function lineItemsOf(data: WithFields | TaskResult): Array<Record<string, FieldValue>> {
+export function lineItemTable(data: WithFields | TaskResult): LineItemTable {
   const lines = data.Line_fields as unknown;
   if (Array.isArray(lines)) {
-    return lines
-      .filter((l) => l && typeof l === 'object')
-      .map((l) => Object.fromEntries(Object.entries(l as object).map(([k, v]) => [k, readFieldValue(v)])));
+    const objects = lines.filter((l): l is object => Boolean(l) && typeof l === 'object');
+    const names = new Set<string>();
+    for (const line of objects) for (const key of Object.keys(line)) names.add(key);
+    return {
+      names: [...names],
+      count: objects.length,
+      line: (i) => Object.fromEntries(Object.entries(objects[i]!).map(([k, v]) => [k, readFieldValue(v)])),
+    };
   }
-  if (!lines || typeof lines !== 'object') return [];
+  if (!lines || typeof lines !== 'object') return { names: [], count: 0, line: () => ({}) };
+  /** Each column: how many lines it has, and its entry of line i. */
   const columns = Object.entries(lines as Record<string, unknown>).map(
-    ([name, entry]): [string, FieldValue[]] => {
-      if (Array.isArray(entry)) return [name, entry.map(readFieldValue)];
+    ([name, entry]): { name: string; length: number; at: (i: number) => FieldValue } => {
+      if (Array.isArray(entry)) return { name, length: entry.length, at: (i) => readFieldValue(entry[i]) };
       if (entry && typeof entry === 'object' && Array.isArray((entry as { values?: unknown }).values)) {
         const { values, confidences } = entry as { values: unknown[]; confidences?: unknown };
         const conf = Array.isArray(confidences) ? confidences : [];
-        return [name, values.map((value, i) => ({ value, confidence: toConfidence(conf[i]) }))];
+        return {
+          name,
+          length: values.length,
+          at: (i) => ({ value: values[i], confidence: toConfidence(conf[i]) }),
+        };
       }
-      return [name, [readFieldValue(entry)]];
+      return { name, length: 1, at: () => readFieldValue(entry) };
     },
   );
-  const count = Math.max(0, ...columns.map(([, values]) => values.length));
-  return Array.from({ length: count }, (_, i) =>
-    Object.fromEntries(
-      columns.flatMap(([name, values]) => (values[i] === undefined ? [] : [[name, values[i]!]])),
-    ),
-  );
+  const count = Math.max(0, ...columns.map((c) => c.length));
+  return {
+    // The keys of line 0, which has every column that has lines (integer-like names first, as in
+    // any object's keys).
+    names: Object.keys(Object.fromEntries(columns.filter((c) => c.length > 0).map((c) => [c.name, 0]))),
+    count,
+    line: (i) => Object.fromEntries(columns.flatMap((c) => (i < c.length ? [[c.name, c.at(i)]] : []))),
+  };
+}
+
+/** Line items as rows (lineItemTable, every line made at once). */
+export function lineItemsOf(data: WithFields | TaskResult): Array<Record<string, FieldValue>> {
+  const table = lineItemTable(data);
+  return Array.from({ length: table.count }, (_, i) => table.line(i));
 }

@@ -2,6 +2,7 @@ export * from './changes.ts';
 export * from './client.ts';
 export * from './errors.ts';
 export * from './fields.ts';
+export * from './hints.ts';
 export * from './files.ts';
 export * from './multipart.ts';
 export * from './operations.ts';
@@ -29,6 +30,15 @@ export {
   type RateLimitOptions,
   type SendTicket,
 } from './rate-limit.ts';
+export {
+  SendSlots,
+  spacingMsOf,
+  waitForSendSlot,
+  type SendSlot,
+  type SendSlotsOptions,
+  type SlotRate,
+  type SlotWaitDeps,
+} from './send-slots.ts';
 export { DEFAULT_RETRY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.ts';
 export * as schemas from './schemas.ts';
 export {

@@ -16,6 +16,13 @@ export interface RetryPolicy {
   factor: number;
   /** A Retry-After longer than this is not waited out: the error goes to the caller instead. */
   maxRetryAfterMs: number;
+  /**
+   * A 429 is retried beyond `maxRetries` while the retry starts within this many ms of the call's
+   * first attempt (default: none, `maxRetries` alone counts). For callers that share a limit with
+   * many others (n8n executions of one credential), where a refusal says "your turn comes later",
+   * not "this request is wrong".
+   */
+  rateLimitBudgetMs?: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {

@@ -54,6 +54,13 @@ export function startExchange(options: ExchangeOptions): {
   request: ClientRequest;
   answer: Promise<IncomingMessage>;
   counts: ExchangeCounts;
+  /**
+   * A decoded piece of the answer reached its reader: the stall timer starts again. Decoding counts
+   * as progress: a compressed answer sits in the socket while this side decodes it (its reader
+   * pauses the socket), which on a busy machine outlasted the timeout and cut a healthy answer as a
+   * connection failure ("aborted"), fetched again and again.
+   */
+  progressed(): void;
 } {
   const counts: ExchangeCounts = { sent: 0, received: 0 };
   const send = options.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -83,7 +90,10 @@ export function startExchange(options: ExchangeOptions): {
     request.once('response', resolve);
     request.on('error', reject);
   });
-  return { request, answer, counts };
+  const progressed = () => {
+    if (ms && request.socket && !request.socket.destroyed) request.socket.setTimeout(ms);
+  };
+  return { request, answer, counts, progressed };
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream & Readable> = {

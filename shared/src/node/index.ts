@@ -3,6 +3,7 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { DocexClient, type BinaryResult, type ClientOptions } from '../core/client.ts';
+import type { SettingTerms } from '../core/hints.ts';
 import type { Logger, Sleep } from '../core/transport.ts';
 import type { RetryPolicy } from '../core/retry.ts';
 import { proxyCredentials } from '../core/proxy.ts';
@@ -15,12 +16,15 @@ export {
   type ThrottleOptions,
 } from './transport.ts';
 export { LargeReadHttpAgent } from './large-reads.ts';
+export { jsonInSlices, parseJsonInSlices, SLICE_CHARS, type SliceOptions } from './sliced-json.ts';
 
 export interface NodeClientOptions extends NodeTransportOptions {
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   logger?: Logger;
   instructionIdIn?: 'query' | 'path';
+  /** Where the program's user sets what its messages name (core/hints.ts; default: these options' names). */
+  terms?: SettingTerms;
 }
 
 export const nodeSleep: Sleep = (ms, signal) => delay(ms, undefined, { signal });
@@ -60,6 +64,7 @@ export function createNodeClient(options: NodeClientOptions): DocexClient & { tr
     retry: options.retry,
     timeoutMs: options.timeoutMs,
     instructionIdIn: options.instructionIdIn,
+    terms: options.terms,
     redact: (text) => {
       const out = text.split(key).join('[REDACTED]');
       return proxySecret ? out.split(proxySecret).join('[REDACTED]') : out;

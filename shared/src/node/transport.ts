@@ -6,11 +6,11 @@
  * server really sees in flight.
  */
 import { open, stat } from 'node:fs/promises';
-import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import type { Agent, ClientRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as delay } from 'node:timers/promises';
 import * as tls from 'node:tls';
 import { readFileSync, readSync } from 'node:fs';
 import PQueue from 'p-queue';
@@ -26,6 +26,7 @@ import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from
 import { collectingPacer } from './collect.ts';
 import { bodyOf, ExchangeTimeoutError, startExchange, type ExchangeCounts } from './exchange.ts';
 import { LargeReadHttpAgent } from './large-reads.ts';
+import { parseJsonInSlices, SLICE_CHARS } from './sliced-json.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
 import { parseProxyUrl, proxyFromEnv, type ProxyEnv } from '../core/proxy.ts';
 import {
@@ -292,7 +293,7 @@ export class NodeTransport implements Transport {
       }
       let result: { response: TransportResponse; finished: Promise<BodyEnd> };
       try {
-        result = await this.answer(exchange.answer, request, counts);
+        result = await this.answer(exchange, request);
       } catch (error) {
         traced?.failed(error);
         // The request died (reset, timeout, abort) maybe while the writer was opening a file: the
@@ -329,9 +330,8 @@ export class NodeTransport implements Transport {
    * are the exchange's: not a total-time limit, since a 1 GB upload may take long.
    */
   private async answer(
-    answer: Promise<IncomingMessage>,
+    { answer, counts, progressed }: ReturnType<typeof startExchange>,
     request: TransportRequest,
-    counts: ExchangeCounts,
   ): Promise<{ response: TransportResponse; finished: Promise<BodyEnd> }> {
     const response = await answer;
     const headersOut = response.headers as TransportResponse['headers'];
@@ -350,9 +350,12 @@ export class NodeTransport implements Transport {
         finished,
       };
     }
-    const text = await readText(stream, request.operation, this.maxResponseBytes, headersOut, counts);
+    // A decoded answer: each decoded piece is progress (see progressed); a plain one's reads are.
+    const bytes = await readBody(stream, request.operation, this.maxResponseBytes, headersOut, counts, () =>
+      stream === response ? undefined : progressed(),
+    );
     return {
-      response: { status, headers: headersOut, body: parseBody(text) },
+      response: { status, headers: headersOut, body: await parseBody(bytes) },
       finished: Promise.resolve(undefined),
     };
   }
@@ -459,14 +462,24 @@ async function* guardedBody(
   }
 }
 
-/** The whole answer as text, refused beyond `limit` bytes (announced or read) so memory stays bounded. */
-async function readText(
+/**
+ * The whole answer's bytes, refused beyond `limit` (announced or read) so memory stays bounded.
+ * Only collected here: decoding and parsing come after, a slice at a time for a large answer.
+ *
+ * A large answer is read a MiB per turn of the event loop: libuv reads a socket up to 32 times in a
+ * row while data keeps coming (up to 32 MiB with large-reads.ts), and a 16 MiB answer from a fast
+ * server was read and parsed by HTTP in one turn, hundreds of ms on a loaded machine, the daemon's
+ * /healthz unanswered meanwhile. Pausing the stream makes the HTTP client stop reading its socket
+ * (its own back-pressure); the next turn resumes it.
+ */
+async function readBody(
   stream: Readable,
   operation: string,
   limit: number,
   headers: TransportResponse['headers'],
   counts: ExchangeCounts,
-): Promise<string> {
+  progressed: () => void,
+): Promise<Buffer> {
   const announced = Number(headers['content-length']);
   const tooLarge = (size: number) => {
     stream.destroy();
@@ -474,24 +487,70 @@ async function readText(
   };
   if (announced > limit) throw tooLarge(announced);
   // Events rather than async iteration: this runs for every JSON answer.
-  return new Promise<string>((resolve, reject) => {
+  const chunks = await new Promise<Buffer[]>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
+    let nextTurnAt = TURN_BYTES;
     stream.on('data', (chunk: Buffer | string) => {
       const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       total += bytes.byteLength;
       counts.received = total;
-      if (total > limit) reject(tooLarge(total));
-      else chunks.push(bytes);
+      if (total > limit) return reject(tooLarge(total));
+      chunks.push(bytes);
+      progressed();
+      if (total >= nextTurnAt) {
+        nextTurnAt = total + TURN_BYTES;
+        stream.pause();
+        setImmediate(() => stream.resume());
+      }
     });
-    stream.once('end', () => resolve(Buffer.concat(chunks, total).toString('utf8')));
+    stream.once('end', () => resolve(chunks));
     stream.once('error', reject);
   });
+  return joined(chunks);
 }
 
-/** JSON when it parses, the text otherwise ('' for an empty body). */
-function parseBody(text: string): unknown {
+/** Bytes of a large answer read, or copied into one buffer, between two turns of the event loop. */
+const TURN_BYTES = 1024 * 1024;
+
+/**
+ * The chunks as one buffer, copied a MiB per turn of the event loop: Buffer.concat of 16 MiB took
+ * ~100 ms of CPU on a loaded machine. The buffer is allocated once, not zeroed.
+ */
+async function joined(chunks: Buffer[]): Promise<Buffer> {
+  const total = chunks.reduce((n, chunk) => n + chunk.byteLength, 0);
+  if (total <= TURN_BYTES) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  const all = Buffer.allocUnsafe(total);
+  let at = 0;
+  let copied = 0;
+  for (const chunk of chunks) {
+    chunk.copy(all, at);
+    at += chunk.byteLength;
+    copied += chunk.byteLength;
+    if (copied >= TURN_BYTES) {
+      copied = 0;
+      await nextTurn();
+    }
+  }
+  return all;
+}
+
+/**
+ * JSON when it parses, the text otherwise ('' for an empty body). An answer larger than a slice is
+ * parsed a slice at a time from its bytes (sliced-json.ts): decoded and parsed at once, 16 MiB of
+ * line items held the event loop for seconds.
+ */
+async function parseBody(bytes: Buffer): Promise<unknown> {
+  if (bytes.byteLength > SLICE_CHARS) {
+    try {
+      return await parseJsonInSlices(bytes);
+    } catch {
+      // Not JSON: the text, as for a small answer.
+    }
+  }
+  const text = bytes.toString('utf8');
   if (text.trim() === '') return '';
+  if (bytes.byteLength > SLICE_CHARS) return text;
   try {
     return JSON.parse(text);
   } catch {
@@ -499,7 +558,15 @@ function parseBody(text: string): unknown {
   }
 }
 
-/** Sizes of the files to upload; a path that is not a readable file is the caller's mistake. */
+/**
+ * An empty file is refused before anything is sent, as docex-sync fails one before uploading it:
+ * the service can extract nothing from it, and would spend a request and a task saying so
+ * (docs/decisions.md, "Empty files").
+ */
+const emptyFile = (operation: string, name: string) =>
+  new DocexInputError(operation, `"${name}" is empty (0 bytes): nothing was sent; give a file with content`);
+
+/** Sizes of the files to upload; a path that is not a readable file, or an empty one, is the caller's mistake. */
 async function fileSizes(
   plan: MultipartPlan,
   operation: string,
@@ -516,8 +583,10 @@ async function fileSizes(
         );
       });
       if (!info.isFile()) throw new DocexInputError(operation, `"${file.path}" is not a file`);
+      if (info.size === 0) throw emptyFile(operation, file.path);
       sizes.set(file, info.size);
     } else {
+      if ('data' in file && file.data.byteLength === 0) throw emptyFile(operation, file.fileName);
       sizes.set(file, 'data' in file ? file.data.byteLength : file.size);
     }
   }

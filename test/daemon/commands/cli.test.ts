@@ -75,7 +75,9 @@ describe('conventions', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(world.configFile);
     expect(r.stderr).toMatch(/\.yaml:\d+ watch\[0\]\.stabel_ms: unknown key \(did you mean "stable_ms"\?\)/);
-    expect(r.stderr).toContain('reruns[0].schedule: "99 99 * * * *" is not a valid cron expression');
+    expect(r.stderr).toContain(
+      'reruns[0].schedule: "99 99 * * * *": the second field "99" is out of range: seconds go from 0 to 59',
+    );
     expect(r.stderr).not.toMatch(/is a invalid expression/);
   }, 60_000);
 
@@ -204,8 +206,12 @@ describe('status and retry', () => {
     const usage = await finished(['retry', '--config', world.configFile]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--all');
-    const one = await finished(['retry', '--config', world.configFile, 'empty-a.*']);
-    expect(one.code).toBe(0);
+    // A name that names no failed file is said and exits 2; the others given are still retried.
+    const one = await finished(['retry', '--config', world.configFile, 'nosuch.pdf', 'empty-a.*']);
+    expect(one.code).toBe(2);
+    expect(one.stderr).toBe(
+      'docex-sync retry: nosuch.pdf: no failed file has this name, path or pattern (docex-sync status lists them)\n',
+    );
     expect(one.stdout).toContain('1 failed file(s) re-queued.');
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['empty-a.txt']);
     const again = JSON.parse((await finished(['status', '--config', world.configFile, '--json'])).stdout);
@@ -293,7 +299,7 @@ describe('SIGHUP', () => {
 
 describe('running it as a service', () => {
   const repo = join(import.meta.dirname, '../../..');
-  it('the compose config is valid; the unit restarts on failure and reloads with SIGHUP; the image builds from npm pack with a health check', async () => {
+  it('the compose config is valid; the unit restarts on failure and reloads with SIGHUP; the image builds from the release archive with a health check', async () => {
     const config = loadConfig(join(repo, 'examples/docex-sync.compose.yaml'));
     expect(config.http?.port).toBe(9464);
     const compose = await readFile(join(repo, 'examples/compose.yaml'), 'utf8');
@@ -307,13 +313,16 @@ describe('running it as a service', () => {
       expect(compose).toContain(`:${mount}`);
     const unit = await readFile(join(repo, 'examples/docex-sync.service'), 'utf8');
     expect(unit).toMatch(/^Restart=on-failure$/m);
-    expect(unit).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+    expect(unit).toMatch(/^ExecReload=\/bin\/sh -c 'kill -HUP "\$MAINPID"'$/m);
     const dockerfile = await readFile(join(repo, 'examples/Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/cd daemon && npm pack /);
-    expect(dockerfile).not.toMatch(/npm pack[^\n]*--ignore-scripts/);
+    // Built and run for real in test/e2e/container.test.ts.
+    expect(dockerfile).toMatch(/^ARG BASE=/m);
+    expect(dockerfile).toMatch(/^COPY release\/docex-sync-\*-linux-\*\.tar\.gz /m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n\s+CMD .*127\.0\.0\.1:9464\/healthz/m);
-    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8')).split('\n');
-    for (const entry of ['node_modules', 'dist', 'daemon/dist', '*.tgz', '.env'])
-      expect(ignored).toContain(entry);
+    // The context holds the Linux archives and nothing else (no sources, state DBs, .env).
+    const ignored = (await readFile(join(repo, '.dockerignore'), 'utf8'))
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
+    expect(ignored).toEqual(['*', '!release/docex-sync-*-linux-*.tar.gz']);
   });
 });

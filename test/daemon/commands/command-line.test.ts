@@ -23,7 +23,7 @@ describe('the table and the help', () => {
     const listed = main.stdout.split('\n').map((l) => l.trim().split(/ {2,}/));
     for (const row of COMMANDS) expect(listed).toContainEqual([row.name, row.summary]);
     for (const row of COMMANDS) {
-      const help = await syncInProcess([row.name, '--help']);
+      const help = await syncInProcess([...row.name.split(' '), '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(new RegExp(`^Usage: docex-sync ${row.name} --config FILE`));
       expect(help.stdout).toMatch(/^ {2}-c, --config FILE +the config file/m);

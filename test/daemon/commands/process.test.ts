@@ -393,7 +393,7 @@ describe('config', () => {
     );
     expect(() => loadConfig(file)).toThrow(ConfigError);
     expect(() => loadConfig(file)).toThrow(
-      /bad\.yaml: invalid config\n {2}\S*bad\.yaml:4 watch\[0\]\.template_id: Invalid input: expected number/,
+      /bad\.yaml: invalid config\n {2}\S*bad\.yaml:4 watch\[0\]\.template_id: must be a whole number \(1 or more\), e.g. 3, not "three"/,
     );
     await writeFile(
       file,

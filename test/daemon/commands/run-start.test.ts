@@ -59,7 +59,9 @@ describe('run checks the API key first', () => {
       const status = runCli(['status', '--config', world.configFile]);
       expect(await status.exited).toBe(6);
       const refusal = `the service refused the API key (TIME) and docex-sync run stopped (exit 3): ${message('run', run.output())!.replace(`${world.configFile}: `, '')}, then start docex-sync run again (its key check clears this)`;
-      expect(untimed(status.output())).toMatch(`Failing:\n  ${refusal}\nFiles: 0\n`);
+      expect(untimed(status.output())).toMatch(
+        `Failing:\n  ${refusal}\nNow: 0 in the queue, 0 waiting for review, 0 held, 0 failed, 0 finished (archived)\nFiles: 0\n`,
+      );
       console.info(`status printed:\n${status.output().split('\n').slice(0, 2).join('\n')}`);
       const json = runCli(['status', '--config', world.configFile, '--json']);
       expect(await json.exited).toBe(6);

@@ -20,12 +20,24 @@ function fakeTerminal() {
 
 describe("run's one-line summary", () => {
   it('counts per stage, a rate and an ETA for what is queued', () => {
-    const counts = { discovered: 5, stable: 5, uploading: 2, uploaded: 8, done: 0, archived: 30, failed: 1 };
+    const counts = {
+      discovered: 5,
+      stable: 5,
+      uploading: 2,
+      uploaded: 8,
+      done: 0,
+      archived: 30,
+      failed: 1,
+      review: 8,
+      held: 1,
+    };
     expect(summarize(counts, 20, 60_000)).toEqual({
       discovered: 10,
       uploading: 2,
       waiting: 8,
       done: 30,
+      review: 8,
+      held: 1,
       failed: 1,
       per_minute: 20,
       eta_s: 60,
@@ -42,7 +54,8 @@ describe("run's one-line summary", () => {
     const summaries = startSummaries(pipeline, db, log, { intervalMs: 1000 });
     vi.advanceTimersByTime(10_000);
     expect(lines).toEqual([]);
-    for (let i = 0; i < 3; i++) pipeline.emit('file-archived', {} as never);
+    for (let i = 0; i < 2; i++) pipeline.emit('file-archived', {} as never);
+    pipeline.emit('file-held-for-review', {} as never); // decided too: it counts towards the rate
     vi.advanceTimersByTime(1000);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ per_minute: 180 });

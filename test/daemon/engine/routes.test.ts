@@ -148,6 +148,57 @@ describe('routing by subfolder', () => {
     },
   );
 
+  it(
+    "a route without metadata sends the watch's; one with its own sends that (read back from the service's documents)",
+    { timeout: 90_000 },
+    async () => {
+      // Issue #41: Supplier B's and Petty cash's documents were stored with no metadata at all.
+      const setup = await routedWorld();
+      world = setup.world;
+      await writeFile(
+        world.configFile,
+        [
+          setup.config.replace(
+            '    stable_ms: 200',
+            `    stable_ms: 200\n    metadata: '{"source":"share"}'`,
+          ),
+          '    recursive: true',
+          '    routes:',
+          `      - { match: 'Supplier A', template_id: ${world.templateId}, metadata: '{"supplier":"A"}' }`,
+          `      - { match: 'Supplier B', template_id: ${setup.other} }`,
+          `      - { match: 'Petty cash', template_id: ${world.templateId}, review: {} }`,
+          '',
+        ].join('\n'),
+      );
+      const inbox = join(world.dir, 'inbox');
+      const files = ['top.pdf', 'Supplier A/a.pdf', 'Supplier B/b.pdf', 'Petty cash/p.pdf'];
+      for (const [i, rel] of files.entries()) {
+        await mkdir(join(inbox, rel, '..'), { recursive: true });
+        await writeFile(join(inbox, rel), invoice(`M-${i}`));
+      }
+      const daemon = await world.start();
+      let documents: Map<string, number>;
+      try {
+        await until('all four archived', () => daemon.db.counts().archived === files.length, 30_000);
+        documents = new Map(daemon.db.inState('archived').map((r) => [r.rel, r.document_id!]));
+      } finally {
+        await daemon.stop();
+      }
+      const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+      const stored: Record<string, unknown> = {};
+      for (const rel of files)
+        stored[rel] = (
+          (await client.fetchDocumentData({ document_id: documents.get(rel)! })) as { metadata?: unknown }
+        ).metadata;
+      expect(stored).toEqual({
+        'top.pdf': '{"source":"share"}',
+        'Supplier A/a.pdf': '{"supplier":"A"}',
+        'Supplier B/b.pdf': '{"source":"share"}',
+        'Petty cash/p.pdf': '{"source":"share"}',
+      });
+    },
+  );
+
   it('check verifies every route against the service, naming the route', async () => {
     const setup = await routedWorld();
     world = setup.world;

@@ -49,9 +49,9 @@ describe('mailbox config problems', () => {
       max_byte: 5000000
 `),
     ).toBe(`docex-sync.yaml: invalid config
-  docex-sync.yaml:7 mailboxes[0].port: Invalid input: expected number, received string
+  docex-sync.yaml:7 mailboxes[0].port: must be a whole number (from 1 to 65535), not "993"
   docex-sync.yaml:15 mailboxes[0].attachments.max_byte: unknown key (did you mean "max_bytes"?)
-  docex-sync.yaml:12 mailboxes[0].after.folder: Invalid input: expected string, received undefined
+  docex-sync.yaml:12 mailboxes[0].after.folder: is missing: set it to the mail folder taken messages are moved to, e.g. Done
   docex-sync.yaml:13 mailboxes[0].after.foldr: unknown key (did you mean "folder"?)`);
   });
 

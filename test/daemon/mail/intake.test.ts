@@ -4,15 +4,15 @@
  * once every attachment is recorded, and no attachment taken twice (restart, Message-ID again).
  */
 import { writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { MailIntake } from '../../../daemon/src/mail/intake.ts';
 import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { checkMailboxes } from '../../../daemon/src/engine/preflight.ts';
-import { cliStatus, renderStatus } from '../../../daemon/src/status/report.ts';
 import { healthOf } from '../../../daemon/src/status/read-model.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
-import { until, type World } from '../helpers.ts';
+import { syncInProcess, until, type World } from '../helpers.ts';
 import { expectSecretsNowhere, jsonResults, mailWorld } from './world.ts';
 
 let dovecot: Dovecot;
@@ -209,9 +209,11 @@ describe('mail intake (real dovecot)', () => {
     expect(intake!.status()).toMatchObject({ attachments: 1, messages: { taken: 1, duplicate: 1 } });
   });
 
-  it('a refused login is a status with the reason, never the password', async () => {
-    const w = await mailWorldOf();
-    await writeFile(join(w.dir, 'mail.pw'), 'wrong-password-0815\n');
+  /**
+   * The refusal of the login with `credential`, said the same way (exactly) in the intake's status,
+   * /healthz, `docex-sync status` (exit 6), the page, the log and `docex-sync check`.
+   */
+  async function expectRefusal(w: World, refusal: string, secret: string) {
     const running = await w.start();
     const i = startIntake(w, running);
     const status = await until(
@@ -220,28 +222,63 @@ describe('mail intake (real dovecot)', () => {
       30_000,
     );
     expect(status.connected).toBe(false);
-    expect(status.login_refused).toMatch(/refused the login/);
-    expect(JSON.stringify(status) + w.logs.join('')).not.toContain('wrong-password-0815');
-    const health = healthOf({ db: running.db, config: w.config() });
-    expect(health.ok).toBe(false);
-    expect(health.reasons).toEqual([
-      expect.stringMatching(
-        /^mailbox invoices cannot log in \(invoices at 127\.0\.0\.1\): the server refused the login/,
-      ),
-    ]);
+    expect(status.login_refused).toBe(refusal);
+    const failing = `mailbox invoices cannot log in (invoices at 127.0.0.1): ${refusal}`;
+    expect(healthOf({ db: running.db, config: w.config() })).toMatchObject({ ok: false, reasons: [failing] });
     running.db.flush();
-    expect(renderStatus(cliStatus(w.config()))).toMatch(
-      /Mailbox invoices \(invoices at 127\.0\.0\.1, INBOX\): login refused: /,
+    const printed = await syncInProcess(['status', '--config', w.configFile]);
+    expect(printed.code).toBe(6);
+    expect(printed.stdout.split('\n').slice(0, 2)).toEqual(['Failing:', `  ${failing}`]);
+    expect(printed.stdout).toContain(
+      `Mailbox invoices (invoices at 127.0.0.1, INBOX): login refused: ${refusal}; last seen never;`,
     );
-    const check = await checkMailboxes(w.config(), {});
-    expect(check.problems).toEqual([
-      expect.stringMatching(
-        /^mailboxes\[0\] \(invoices, invoices at 127\.0\.0\.1\): the server refused the login/,
-      ),
+    const port = (running.http!.address() as AddressInfo).port;
+    const page = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    expect(page).toContain(`<li>${failing}</li>`);
+    expect(page).toContain(`<span class="bad">login refused: ${refusal}</span>`);
+    const logged = w.logs
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((line) => line.includes('"level":50'))
+      .map((line) => JSON.parse(line) as { msg: string });
+    expect(logged.map((l) => l.msg)).toEqual([failing]);
+    expect((await checkMailboxes(w.config(), process.env)).problems).toEqual([
+      `mailboxes[0] (invoices, invoices at 127.0.0.1): ${refusal}`,
     ]);
-    await writeFile(join(w.dir, 'mail.pw'), '');
+    expect(JSON.stringify(status) + w.logs.join('') + printed.stdout + page).not.toContain(secret);
+    return running;
+  }
+
+  it('a refused password_file names the file, the setting and what to do, never the password', async () => {
+    const w = await mailWorld(dovecot, { http: true });
+    world = w;
+    const file = join(w.dir, 'mail.pw');
+    await writeFile(file, 'wrong-password-0815\n');
+    await expectRefusal(
+      w,
+      `the server refused the password in ${file} (NO [AUTHENTICATIONFAILED] Authentication failed.): it is wrong or was changed; write the current password of invoices there (mailboxes[invoices].password_file); it is used as soon as the file changes`,
+      'wrong-password-0815',
+    );
+    await writeFile(file, '');
     expect((await checkMailboxes(w.config(), {})).problems).toEqual([
-      `mailboxes[invoices].password_file: ${join(w.dir, 'mail.pw')} is empty`,
+      `mailboxes[invoices].password_file: ${file} is empty`,
     ]);
-  });
+  }, 120_000);
+
+  it('a refused password_env names the variable, the setting and what to do, never the password', async () => {
+    const w = await mailWorld(dovecot, {
+      http: true,
+      credential: ['    password_env: DOCEX_TEST_MAIL_PASSWORD'],
+    });
+    world = w;
+    process.env.DOCEX_TEST_MAIL_PASSWORD = 'wrong-password-4711';
+    try {
+      await expectRefusal(
+        w,
+        'the server refused the password in the environment variable DOCEX_TEST_MAIL_PASSWORD (NO [AUTHENTICATIONFAILED] Authentication failed.): it is wrong or was changed; set DOCEX_TEST_MAIL_PASSWORD (mailboxes[invoices].password_env) to the current password of invoices, then start docex-sync run again (a running daemon keeps the environment it was started with)',
+        'wrong-password-4711',
+      );
+    } finally {
+      delete process.env.DOCEX_TEST_MAIL_PASSWORD;
+    }
+  }, 120_000);
 });

@@ -104,7 +104,7 @@ describe('mailbox with an OAuth2 access token (XOAUTH2, real dovecot)', () => {
       () => (refused(TOKENS.B) && intake.status().login_refused ? intake.status() : undefined),
       30_000,
     );
-    const refusal = `the server refused the access token in ${tokenFile} (NO [AUTHENTICATIONFAILED] Authentication failed.; OAuth2 status 401): it has expired or was revoked; the job that renews the token must write a new one there (it is used as soon as the file changes)`;
+    const refusal = `the server refused the access token in ${tokenFile} (NO [AUTHENTICATIONFAILED] Authentication failed.; OAuth2 status 401): it has expired or was revoked; the job that renews the token must write a new one there (mailboxes[invoices].oauth2_token_file); it is used as soon as the file changes`;
     expect(status).toMatchObject({ connected: false, login_refused: refusal });
     const health = healthOf({ db: running.db, config: w.config() });
     expect(health).toMatchObject({
@@ -120,7 +120,12 @@ describe('mailbox with an OAuth2 access token (XOAUTH2, real dovecot)', () => {
     expect((await checkMailboxes(w.config(), {})).problems).toEqual([
       `mailboxes[0] (invoices, invoices at 127.0.0.1): ${refusal}`,
     ]);
-    expect(w.logs.join('')).toContain('the server refused the access token; waiting for a new one');
+    // The log says it in the same words, once for this token (not at every retry).
+    const errors = w.logs
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((line) => line.includes('"level":50'))
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(errors).toEqual([`mailbox invoices cannot log in (invoices at 127.0.0.1): ${refusal}`]);
     await expectSecretsNowhere(w, running, SECRETS, ['secrets/mail.token']);
 
     // 4. The renewing job rewrites the same file in place with C: used at once (the retry waits 10 min).

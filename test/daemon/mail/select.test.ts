@@ -144,12 +144,40 @@ describe('attachments', () => {
       'invoice.pdf',
       'invoice (2).pdf',
     ]);
+    // Refused: parts the policy asks for that cannot be taken (their mail is then not flagged or
+    // moved); the inline logo is left out by the policy on purpose.
     expect(y.skipped).toEqual([
-      { name: 'empty.pdf', reason: 'empty (0 bytes)' },
-      { name: 'huge.pdf', reason: 'larger than attachments.max_bytes (3 KiB > 2 KiB); not written' },
+      { name: 'empty.pdf', reason: 'empty (0 bytes)', refused: true },
+      {
+        name: 'huge.pdf',
+        reason: 'larger than attachments.max_bytes (3 KiB > 2 KiB); not written',
+        refused: true,
+      },
       { name: 'logo.png', reason: expect.stringContaining('inline image') },
-      { name: 'winmail.dat', reason: expect.stringContaining('TNEF') },
+      { name: 'winmail.dat', reason: expect.stringContaining('TNEF'), refused: true },
     ]);
+    expect(y.skipped[2]).not.toHaveProperty('refused');
+  });
+
+  it('a part the policy leaves out is never said to be refused, however large or empty', async () => {
+    const y = await messageYield(
+      Buffer.from(
+        mimeMessage({
+          attachments: [
+            { name: 'terms.docx', type: 'application/msword', content: pdf(3000) },
+            { name: 'signature.pdf', content: '' },
+            { name: 'invoice.pdf', content: pdf() },
+          ],
+        }),
+      ),
+      { ...policy, max_bytes: 2500, exclude: ['*signature*'] },
+    );
+    expect(y.taken.map((t) => t.name)).toEqual(['invoice.pdf']);
+    expect(y.skipped).toEqual([
+      { name: 'terms.docx', reason: 'type application/msword is not in attachments.mime_types' },
+      { name: 'signature.pdf', reason: 'name matches an attachments.exclude pattern' },
+    ]);
+    expect(y.skipped.some((s) => s.refused)).toBe(false);
   });
 
   it('opens a forwarded message (message/rfc822) and takes its attachments', async () => {

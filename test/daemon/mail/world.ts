@@ -19,6 +19,8 @@ export interface MailWorldOptions {
   http?: boolean;
   /** How the connection is secured; default: implicit TLS on the server's TLS port. */
   security?: 'tls' | 'starttls';
+  /** false: the mailbox has no template_id of its own (only its rules choose one). */
+  defaultTemplate?: boolean;
 }
 
 export async function mailWorld(dovecot: Dovecot, options: MailWorldOptions = {}): Promise<World> {
@@ -33,7 +35,7 @@ export async function mailWorld(dovecot: Dovecot, options: MailWorldOptions = {}
       `    ca_file: ${dovecot.caFile}`,
       '    user: invoices',
       ...(options.credential ?? ['    password_file: ./mail.pw']),
-      '    template_id: TEMPLATE',
+      ...(options.defaultTemplate === false ? [] : ['    template_id: TEMPLATE']),
       '    output: ./mail-results',
       '    failed_dir: ./mail-failed',
       `    poll_interval_ms: ${options.poll_interval_ms ?? 1000}`,

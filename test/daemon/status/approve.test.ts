@@ -129,9 +129,9 @@ describe('docex-sync approve', () => {
     );
 
     const none = runCli(['approve', '--config', world.configFile, 'nothing-*.pdf']);
-    expect(await none.exited).toBe(0);
+    expect(await none.exited).toBe(2);
     expect(none.output()).toContain(
-      'docex-sync approve: no file waiting for review matches nothing-*.pdf (docex-sync status lists them)',
+      'docex-sync approve: nothing-*.pdf: no file waiting for review has this name, path or pattern (docex-sync review list shows them)',
     );
     const usage = runCli(['approve', '--config', world.configFile]);
     expect(await usage.exited).toBe(2);

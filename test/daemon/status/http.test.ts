@@ -57,7 +57,7 @@ describe('the status page and its API', () => {
         moved: true,
       }),
     ]);
-    expect(status.throughput.last_hour).toEqual({ processed: 1, failed: 1 });
+    expect(status.throughput.last_hour).toEqual({ processed: 1, failed: 1, review: 0 });
     // One health everywhere: a failed file needs attention on the page, in the API, /healthz and status.
     expect(status.health).toEqual({
       level: 'attention',
@@ -338,6 +338,7 @@ describe('the status page and its API', () => {
           messages: { taken: 1 },
           attachments: 1,
           skipped: [{ subject: evil, from: evil, name: evil, reason: evil }],
+          left: { where: evil, count: 1, last: [{ subject: evil, from: evil, reason: evil }] },
         },
       ],
       service: { reachable: false, since: '2026-01-01T00:00:00.000Z', reason: evil, key_refused: false },
@@ -353,7 +354,7 @@ describe('the status page and its API', () => {
         },
       ],
       pulls: [{ at: '2026-01-01T00:00:00.000Z', status: 'failed', documents: 0, error: evil }],
-      throughput: { last_hour: { processed: 0, failed: 1 }, per_10_minutes: [] },
+      throughput: { last_hour: { processed: 0, failed: 1, review: 0 }, per_10_minutes: [] },
     };
     const html = renderMain(snapshot);
     expect(html).not.toContain('<img');
