@@ -17,7 +17,9 @@ import {
   networkError,
   redactDeep,
 } from './errors.ts';
+import { DEFAULT_BATCH_LIMITS, pairChildren, planBatches, type BatchLimits } from './batch.ts';
 import { fileNameFromContentDisposition, safeFileName } from './files.ts';
+import { followTasks, type FollowOptions, type FollowStats } from './follow.ts';
 import type { SettingTerms } from './hints.ts';
 import {
   getOperation,
@@ -34,7 +36,7 @@ import {
   type WaitOptions,
   type WaitResult,
 } from './poll.ts';
-import { bodyIsReplayable, buildRequest } from './request.ts';
+import { bodyIsReplayable, buildRequest, fileNameOf } from './request.ts';
 import { DEFAULT_RETRY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.ts';
 import type { BatchFileError, RerunResult, TaskResult, UploadResult } from './schemas.ts';
 import {
@@ -172,7 +174,31 @@ export interface UploadAndWaitResult {
   tasks: WaitResult[];
 }
 
+export type ExtractManyOptions = FollowOptions &
+  Omit<CallOptions, 'timeoutMs' | 'instructionIdIn'> & {
+    requestTimeoutMs?: number;
+    /** Files per upload and bytes per upload; `{ maxFiles: 1 }` is the per-file path. */
+    batch?: Partial<BatchLimits>;
+  };
+
+/** One file's end: its task's final result (several when the service split the file into children), or why there is none. */
+export type FileOutcome = { results: WaitResult[]; taskIds: string[] } | { error: DocexError };
+
+export interface ExtractManyResult {
+  /** In the order of the files given. */
+  files: FileOutcome[];
+  stats: FollowStats & { uploads: number; batchesRefused: number; arraysIgnored: number };
+}
+
 const MAX_RERUN_CHUNK = 500;
+
+/** A refusal of the whole request that took nothing in (a 429 and 5xx are retried by call, or leave the outcome open). */
+const refusedWhole = (error: unknown) =>
+  error instanceof DocexApiError &&
+  error.status >= 400 &&
+  error.status < 500 &&
+  error.status !== 429 &&
+  error.status !== 408;
 
 class DocexClientBase {
   readonly options: ClientOptions;
@@ -314,6 +340,172 @@ class DocexClientBase {
       tasks.push(...(result.children?.length ? result.children : [result]));
     }
     return { upload, tasks };
+  }
+
+  /**
+   * Uploads many files with as few requests as the API allows and follows all their tasks at once
+   * (docs/decisions.md, "Fewer requests per document"): files share upload_file requests
+   * (planBatches), their child tasks are followed together (followTasks: one document listing per
+   * round, a poll per task when its document appears) and paired back to their files on evidence
+   * (pairChildren). Every file gets exactly one outcome, in the order given; none is uploaded twice
+   * unless the service refused its batch as a whole or ignored the array (then it goes alone).
+   */
+  async extractMany(
+    files: readonly FileInput[],
+    input: Omit<InputOf<'upload_file'>, 'files'> = {},
+    options: ExtractManyOptions = {},
+  ): Promise<ExtractManyResult> {
+    const { signal, retry, requestTimeoutMs, priority } = options;
+    const limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
+    const stats = { uploads: 0, batchesRefused: 0, arraysIgnored: 0 };
+    const outcomes: (FileOutcome | undefined)[] = files.map(() => undefined);
+    const names = files.map((f) => fileNameOf(f) ?? '');
+    /** Per batch: its files, and what its upload answered. */
+    const sent: Array<{ files: number[]; taskIds: string[]; single: boolean }> = [];
+
+    const upload = async (indexes: number[]) => {
+      stats.uploads++;
+      return (await this.call(
+        'upload_file',
+        { ...input, files: indexes.map((i) => files[i]!) } as InputOf<'upload_file'>,
+        { signal, retry, timeoutMs: requestTimeoutMs, priority },
+      )) as UploadResult;
+    };
+    const uploadEach = async (indexes: number[]) => {
+      for (const i of indexes) {
+        try {
+          const answer = await upload([i]);
+          sent.push({ files: [i], taskIds: answer.task_ids, single: true });
+        } catch (error) {
+          if (!(error instanceof DocexError) || error instanceof DocexAbortError) throw error;
+          outcomes[i] = { error };
+        }
+      }
+    };
+
+    for (const batch of planBatches(files, limits)) {
+      if (batch.length === 1) {
+        await uploadEach(batch);
+        continue;
+      }
+      try {
+        const answer = await upload(batch);
+        sent.push({ files: batch, taskIds: answer.task_ids, single: false });
+      } catch (error) {
+        if (!(error instanceof DocexError) || error instanceof DocexAbortError) throw error;
+        if (refusedWhole(error)) {
+          // Refused as a whole (one bad file, a limit): nothing was taken, each file goes alone
+          // and only the bad one fails, with its own message.
+          stats.batchesRefused++;
+          this.options.logger?.info(
+            { files: batch.length, status: (error as DocexApiError).status },
+            'docex: a batched upload was refused; uploading its files one by one',
+          );
+          await uploadEach(batch);
+        } else {
+          // The answer was lost or the server failed: whether it took the files is unknown, and
+          // sending them again could make duplicates. Each file reports the error, as alone it would.
+          for (const i of batch) outcomes[i] = { error };
+        }
+      }
+    }
+
+    const follow = (taskIds: string[]) =>
+      followTasks(
+        taskIds,
+        {
+          fetchResult: (task_id, s) =>
+            this.call('fetch_tasks_results', { task_id }, { signal: s, priority }) as Promise<TaskResult>,
+          listDocumentIds: (updated_since, s) =>
+            this.call('fetch_documents', { updated_since }, { signal: s, priority }) as Promise<number[]>,
+          sleep: this.options.sleep,
+          now: this.elapsed,
+          wallClock: this.now,
+          logger: this.options.logger,
+        },
+        options,
+      );
+    const { outcomes: ends, stats: followStats } = await follow(sent.flatMap((s) => s.taskIds));
+    const resultOf = (id: string) => {
+      const end = ends.get(id);
+      return end && 'result' in end ? end.result : undefined;
+    };
+    const errorOf = (id: string) => {
+      const end = ends.get(id);
+      return end && 'error' in end ? end.error : undefined;
+    };
+    const alone: number[] = [];
+
+    for (const batch of sent) {
+      // A lone file: its task(s), children flattened as uploadAndWait does.
+      if (batch.single) {
+        const i = batch.files[0]!;
+        const failure = batch.taskIds.map(errorOf).find((e) => e !== undefined);
+        if (failure) {
+          outcomes[i] = { error: failure };
+          continue;
+        }
+        const results = batch.taskIds.map((id) => resultOf(id)!);
+        outcomes[i] = {
+          taskIds: batch.taskIds,
+          results: results.flatMap((r) => (r.children?.length ? r.children : [r])),
+        };
+        continue;
+      }
+      // The children: listed by the upload, or by the one task it answered.
+      let childIds = batch.taskIds;
+      let childEnds = childIds.map(resultOf);
+      if (childIds.length === 1) {
+        const parent = resultOf(childIds[0]!);
+        const listed = parent?.children;
+        if (listed?.length) {
+          childIds = listed.map((c) => c.task_id ?? '');
+          childEnds = listed;
+        } else if (parent) {
+          // One task for several files: the service took one file (the array ignored). The one
+          // its name shows is done; the others were not taken and go alone.
+          stats.arraysIgnored++;
+          const match = batch.files.filter((f) => names[f] === parent.document_name);
+          const mine = match.length === 1 ? match[0]! : undefined;
+          if (mine !== undefined) outcomes[mine] = { taskIds: childIds, results: [parent] };
+          for (const f of batch.files) if (f !== mine) alone.push(f);
+          continue;
+        }
+      }
+      const pairs = pairChildren(
+        batch.files.map((f) => names[f]!),
+        childEnds,
+      );
+      for (const [k, f] of batch.files.entries()) {
+        const c = pairs[k];
+        const end = c === undefined ? undefined : childEnds[c];
+        if (c !== undefined && end) outcomes[f] = { taskIds: [childIds[c]!], results: [end] };
+        else
+          outcomes[f] = {
+            error:
+              (c !== undefined ? errorOf(childIds[c]!) : undefined) ??
+              new DocexResponseShapeError(
+                'upload_file',
+                'child_task_ids',
+                `the upload of ${batch.files.length} files answered ${childIds.length} task(s), and none of them could be told to be ${names[f]}'s; look the file up in the service before sending it again`,
+                null,
+              ),
+          };
+      }
+    }
+    if (alone.length > 0) {
+      const again = await this.extractMany(
+        alone.map((i) => files[i]!),
+        input,
+        { ...options, batch: { ...options.batch, maxFiles: 1 } },
+      );
+      alone.forEach((i, k) => (outcomes[i] = again.files[k]));
+      stats.uploads += again.stats.uploads;
+      followStats.polls += again.stats.polls;
+      followStats.listings += again.stats.listings;
+      followStats.missedPolls += again.stats.missedPolls;
+    }
+    return { files: outcomes.map((o) => o!), stats: { ...followStats, ...stats } };
   }
 
   /** rerun_documents for any number of ids: de-duplicated, sent in chunks of at most 500, answers merged. */
