@@ -12,6 +12,19 @@ export type Runner = (
   input: ApiInput,
 ) => Promise<INodeExecutionData[]>;
 
+/** One item's end in a run over many items at once: its output items, or what failed it. */
+export type ItemEnd = { items: INodeExecutionData[] } | { error: unknown };
+
+/**
+ * Runs the items of one execution together (Extract: their files share uploads and polls); answers
+ * one end per entry, in the order given, each as `run` would have for that item alone.
+ */
+export type BatchRunner = (
+  ctx: IExecuteFunctions,
+  client: DocexClient,
+  entries: ReadonlyArray<{ i: number; input: ApiInput }>,
+) => Promise<ItemEnd[]>;
+
 /** One entry of the node's Operation list. */
 export interface NodeOperation {
   /** The option value, saved in workflows: the label in camelCase (naming.ts), e.g. `getAll`, `extract`. */
@@ -38,4 +51,6 @@ export interface NodeOperation {
   readonly reviews?: boolean;
   /** Replaces the plain `client.call(api.name, input)`. */
   readonly run?: Runner;
+  /** Replaces `run` when the node runs: all items of the execution at once. */
+  readonly runAll?: BatchRunner;
 }

@@ -20,7 +20,7 @@ import * as field from './field/Field.resource.ts';
 import * as folder from './folder/Folder.resource.ts';
 import * as instruction from './instruction/Instruction.resource.ts';
 import { keepInput } from './keepInput.ts';
-import type { ApiInput, NodeOperation } from './node.type.ts';
+import type { ApiInput, BatchRunner, ItemEnd, NodeOperation } from './node.type.ts';
 import { mapLimit } from './pool.ts';
 import { isMarkedForReview, routing } from './review.ts';
 import * as task from './task/Task.resource.ts';
@@ -44,6 +44,38 @@ async function callApi(op: NodeOperation, client: DocexClient, i: number, input:
   return [jsonItem(i, result)];
 }
 
+/**
+ * All items at once (Extract): every item's input is read first, the operation runs them together,
+ * and the ends are settled in item order, so the first failing item (without Continue On Fail)
+ * stops the run with its own error, as one at a time it would.
+ */
+async function runTogether(
+  ctx: IExecuteFunctions,
+  op: NodeOperation,
+  runAll: BatchRunner,
+  client: DocexClient,
+  count: number,
+  concurrency: number,
+  settle: (i: number, end: ItemEnd) => INodeExecutionData[],
+) {
+  const read = await mapLimit(
+    Array.from({ length: count }, (_, i) => i),
+    concurrency,
+    async (i): Promise<{ i: number; input: ApiInput } | { i: number; error: unknown }> => {
+      try {
+        return { i, input: await readInput(ctx, i, op) };
+      } catch (error) {
+        return { i, error };
+      }
+    },
+  );
+  const entries = read.filter((r): r is { i: number; input: ApiInput } => 'input' in r);
+  const ran = await runAll(ctx, client, entries);
+  const ends = new Map<number, ItemEnd>(read.filter((r) => 'error' in r).map((r) => [r.i, r as ItemEnd]));
+  entries.forEach((entry, k) => ends.set(entry.i, ran[k]!));
+  return Array.from({ length: count }, (_, i) => settle(i, ends.get(i)!));
+}
+
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
   const items = this.getInputData();
   const resource = this.getNodeParameter('resource', 0) as string;
@@ -61,17 +93,23 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
   );
   const client = await docexClient(this);
 
-  const results = await mapLimit(items, concurrency, async (_item, i) => {
-    try {
-      const input = await readInput(this, i, op);
-      const out = await (op.run ? op.run(this, client, i, input) : callApi(op, client, i, input));
-      return op.keepsInput ? keepInput(this, i, out) : out;
-    } catch (error) {
-      const nodeError = toNodeError(this, error, i);
-      if (this.continueOnFail()) return [errorItem(nodeError, i)];
-      throw nodeError;
-    }
-  });
+  const settle = (i: number, end: ItemEnd) => {
+    if ('items' in end) return op.keepsInput ? keepInput(this, i, end.items) : end.items;
+    const nodeError = toNodeError(this, end.error, i);
+    if (this.continueOnFail()) return [errorItem(nodeError, i)];
+    throw nodeError;
+  };
+  const results = op.runAll
+    ? await runTogether(this, op, op.runAll, client, items.length, concurrency, settle)
+    : await mapLimit(items, concurrency, async (_item, i) => {
+        try {
+          const input = await readInput(this, i, op);
+          const out = await (op.run ? op.run(this, client, i, input) : callApi(op, client, i, input));
+          return settle(i, { items: out });
+        } catch (error) {
+          return settle(i, { error });
+        }
+      });
   const all = results.flat();
   if (!(op.reviews && routing(this))) return [all];
   // Two outputs, as declared by the node's outputs expression (review.ts): Done, Needs Review.

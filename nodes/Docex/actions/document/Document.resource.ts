@@ -24,6 +24,7 @@ const extractOperation: NodeOperation = {
   extraProperties: extract.properties,
   options: extract.options,
   run: extract.run,
+  runAll: extract.runAll,
 };
 
 export const operations: NodeOperation[] = [

@@ -1,7 +1,7 @@
 /**
- * Extract (the node's default operation): upload the input item's binary file(s) with upload_file,
- * wait for every file's task (the core's uploadAndWait) and put out one item per file, paired with
- * its input item.
+ * Extract (the node's default operation): upload the input items' binary file(s) with upload_file,
+ * wait for every file's task and put out one item per file, paired with its input item. The items
+ * of one execution share their uploads and polls (runAll, the core's extractMany).
  *
  * - Simplify (on by default) gives each file's data as plain values (simplify.ts); when the task
  *   result carries no fields, they are read with fetch_document_data. Off: the task result as sent.
@@ -12,10 +12,15 @@
  * - The file comes from a binary field, a URL or base64 text (sources.ts); Route for Review sends
  *   the items that break a review rule to the second output (review.ts).
  */
-import { NodeOperationError, type IDataObject, type INodeProperties } from 'n8n-workflow';
+import {
+  NodeOperationError,
+  type IDataObject,
+  type IExecuteFunctions,
+  type INodeProperties,
+} from 'n8n-workflow';
 import { fileNameOf, type DocexClient, type FileInput, type InputOf, type WaitResult } from '@docex/shared';
 import { jsonItem } from '../common.execute.ts';
-import type { Runner } from '../node.type.ts';
+import type { BatchRunner, ItemEnd, Runner } from '../node.type.ts';
 import { itemRules, markForReview, reasonsFor, routing } from '../review.ts';
 import { hasFields, INCLUDE_CONFIDENCE, SIMPLIFY, simplifyDocument } from '../simplify.ts';
 
@@ -60,17 +65,37 @@ async function withFields(client: DocexClient, task: WaitResult) {
     : { ...task, ...(await client.fetchDocumentData({ document_id: task.document_id })) };
 }
 
-export const run: Runner = async (ctx, client, i, input) => {
+interface ExtractSettings {
+  simplify: boolean;
+  timeoutMs: number;
+  intervalMs: number;
+  acceptDuplicates: boolean;
+  includeConfidence: boolean;
+}
+
+function settingsOf(ctx: IExecuteFunctions, i: number): ExtractSettings {
   const opts = ctx.getNodeParameter('options', i, {}) as IDataObject;
-  const simplify = ctx.getNodeParameter('simplify', i, true) === true;
-  const timeoutMs = Math.round(Number(opts.waitTimeout ?? 600) * 1000);
-  const intervalMs = Math.round(Number(opts.pollInterval ?? 2) * 1000);
-  const acceptDuplicates = opts.acceptDuplicates === true;
-  const includeConfidence = opts.includeConfidence === true;
+  return {
+    simplify: ctx.getNodeParameter('simplify', i, true) === true,
+    timeoutMs: Math.round(Number(opts.waitTimeout ?? 600) * 1000),
+    intervalMs: Math.round(Number(opts.pollInterval ?? 2) * 1000),
+    acceptDuplicates: opts.acceptDuplicates === true,
+    includeConfidence: opts.includeConfidence === true,
+  };
+}
+
+/** One item's output items from its files' final task results (one per file, in the order sent). */
+async function itemsOf(
+  ctx: IExecuteFunctions,
+  client: DocexClient,
+  i: number,
+  files: FileInput[],
+  tasks: WaitResult[],
+  settings: ExtractSettings,
+) {
+  const { simplify, acceptDuplicates, includeConfidence } = settings;
   const rules = routing(ctx) ? itemRules(ctx, i) : undefined;
-  const { tasks } = await client.uploadAndWait(input as InputOf<'upload_file'>, { timeoutMs, intervalMs });
   // One task per file, in the order sent: a failed task has no document name, the file has.
-  const files = input.files as FileInput[];
   const nameOf = (t: WaitResult) =>
     tasks.length === files.length ? fileNameOf(files[tasks.indexOf(t)]) : undefined;
   const failed = tasks.filter(
@@ -116,4 +141,67 @@ export const run: Runner = async (ctx, client, i, input) => {
     }
   }
   return items;
+}
+
+/** One item alone: its files in one upload, its tasks waited for (uploadAndWait). */
+export const run: Runner = async (ctx, client, i, input) => {
+  const settings = settingsOf(ctx, i);
+  const { tasks } = await client.uploadAndWait(input as InputOf<'upload_file'>, {
+    timeoutMs: settings.timeoutMs,
+    intervalMs: settings.intervalMs,
+  });
+  return itemsOf(ctx, client, i, input.files as FileInput[], tasks, settings);
+};
+
+/**
+ * All items of the execution together (docs/decisions.md, "Fewer requests per document"): the
+ * files of items with the same upload parameters and wait options share uploads (the core's
+ * extractMany), and their tasks are followed together; each item then gets exactly the items `run`
+ * would give it. An item that replaces a document (Document ID) is uploaded alone, as the API
+ * replaces one document per upload.
+ */
+export const runAll: BatchRunner = async (ctx, client, entries) => {
+  const ends: ItemEnd[] = entries.map(() => ({ error: new Error('not run') }));
+  const groups = new Map<string, number[]>();
+  const settings = entries.map(({ i }) => settingsOf(ctx, i));
+  for (const [k, { input }] of entries.entries()) {
+    const { files: _files, ...params } = input;
+    const { timeoutMs, intervalMs } = settings[k]!;
+    const key = JSON.stringify([params, timeoutMs, intervalMs, input.doc_id != null ? k : null]);
+    groups.set(key, [...(groups.get(key) ?? []), k]);
+  }
+  for (const members of groups.values()) {
+    const first = entries[members[0]!]!.input;
+    const { files: _files, ...params } = first;
+    const filesOf = members.map((k) => entries[k]!.input.files as FileInput[]);
+    const { timeoutMs, intervalMs } = settings[members[0]!]!;
+    let outcome;
+    try {
+      outcome = await client.extractMany(filesOf.flat(), params as Omit<InputOf<'upload_file'>, 'files'>, {
+        timeoutMs,
+        intervalMs,
+      });
+    } catch (error) {
+      for (const k of members) ends[k] = { error };
+      continue;
+    }
+    let offset = 0;
+    for (const [m, k] of members.entries()) {
+      const files = filesOf[m]!;
+      const mine = outcome.files.slice(offset, offset + files.length);
+      offset += files.length;
+      const failure = mine.find((f) => 'error' in f);
+      if (failure && 'error' in failure) {
+        ends[k] = { error: failure.error };
+        continue;
+      }
+      const tasks = mine.flatMap((f) => ('results' in f ? f.results : []));
+      try {
+        ends[k] = { items: await itemsOf(ctx, client, entries[k]!.i, files, tasks, settings[k]!) };
+      } catch (error) {
+        ends[k] = { error };
+      }
+    }
+  }
+  return ends;
 };

@@ -30,7 +30,7 @@ export const run: Runner = async (ctx, client, i, input) => {
     return ids.map((document_id) => jsonItem(i, { document_id }));
   const simplify = ctx.getNodeParameter('simplify', i, true) === true;
   // Documents deleted since they were listed are left out.
-  return (await documentsData(client, ids)).map(
-    (d): INodeExecutionData => jsonItem(i, simplify ? simplifyDocument(d) : (d as IDataObject)),
+  return (await documentsData(client, ids)).map((d): INodeExecutionData =>
+    jsonItem(i, simplify ? simplifyDocument(d) : (d as IDataObject)),
   );
 };
