@@ -33,7 +33,7 @@ function service(options: {
   clock: ReturnType<typeof fakeClock>;
   tasks: Record<string, ScriptedTask>;
   uploads: Array<number | string[] | { task_id: string } | 'refuse' | 'lose'>;
-  listing?: 'ok' | 'refused';
+  listing?: 'ok' | 'refused' | 'blind';
 }) {
   const requests: string[] = [];
   const uploadedNames: string[][] = [];
@@ -84,6 +84,7 @@ function service(options: {
           422,
           { detail: [{ loc: ['query', 'updated_since'], msg: 'extra', type: 'extra_forbidden' }] },
         ];
+      if (options.listing === 'blind') return [200, []];
       const ids = Object.values(options.tasks)
         .filter((t) => options.clock.elapsed() >= t.doneAt && (t.status ?? 'DONE') === 'DONE')
         .map((t) => t.documentId!);
@@ -267,6 +268,29 @@ describe('extractMany', () => {
     expect(svc.count('fetch_documents')).toBe(1);
     // Rounds at 2 s (both in progress) and 5 s (both done).
     expect(svc.count('fetch_tasks_results')).toBe(4);
+  });
+
+  test('a listing that never shows the documents: every task is still found, by the safety net of maxIntervalMs', async () => {
+    const { client, clock } = clockClient();
+    const svc = service({
+      clock,
+      tasks: {
+        c0: { doneAt: 3000, documentId: 1, documentName: 'a.pdf' },
+        c1: { doneAt: 3000, documentId: 2, documentName: 'b.pdf' },
+      },
+      uploads: [['c0', 'c1']],
+      listing: 'blind',
+    });
+    const { files, stats } = await client.extractMany(
+      [file('a.pdf'), file('b.pdf')],
+      {},
+      { intervalMs: 2000 },
+    );
+    expect(files.map(outcomeOf)).toEqual(['DONE c0', 'DONE c1']);
+    expect(stats.listingOff).toBe(false);
+    // Nothing polled until the tasks were 15 s unasked (rounds 2, 5, 9.5, 16.25 s), then each once.
+    expect(svc.count('fetch_tasks_results')).toBe(2);
+    expect(clock.elapsed()).toBe(16_250);
   });
 
   test('a task still running at the deadline times out alone; the others keep their results', async () => {
