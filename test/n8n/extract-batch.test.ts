@@ -40,10 +40,10 @@ afterAll(async () => {
   await Promise.all([today?.emu.stop(), batched?.emu.stop()]);
 });
 
-/** 24 items: one file each, but item 5 with two files, item 9 unreadable, item 14 a repeat of item 2's bytes. */
+/** 50 items: one file each, but item 5 with two files, item 9 unreadable, item 14 a repeat of item 2's bytes. */
 async function items(): Promise<INodeExecutionData[]> {
   const out: INodeExecutionData[] = [];
-  for (let k = 0; k < 24; k++) {
+  for (let k = 0; k < 50; k++) {
     const files: Record<string, { data: string | Buffer; fileName: string; mimeType?: string }> = {
       data: { data: invoice(`N-${k}`, `${k},50`), fileName: `n${k}.txt` },
     };
@@ -86,9 +86,9 @@ const perDocument = (side: Side, files: number) => {
 };
 
 describe('Extract across the items of an execution', () => {
-  it('gives every item what it got alone, with one upload and about one poll per file', async () => {
+  it('gives every item what it got alone, with an upload per 20 files and about one poll per file', async () => {
     const input = await items();
-    const files = 25;
+    const files = 51;
 
     // Today's path: each item on its own, with the per-item run.
     const ctx = executeContext(parameters(today.templateId), {
@@ -117,8 +117,8 @@ describe('Extract across the items of an execution', () => {
 
     const before = perDocument(today, files);
     const after = perDocument(batched, files);
-    expect(after.counts.upload_file).toBe(2); // 20 files, then 5
-    expect(before.counts.upload_file).toBe(24);
+    expect(after.counts.upload_file).toBe(3); // 20 files, 20, then 11
+    expect(before.counts.upload_file).toBe(50);
     expect(after.perDocument).toBeLessThanOrEqual(1.6);
     expect(after.perDocument).toBeLessThan(before.perDocument);
   }, 300_000);
