@@ -2,6 +2,7 @@
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
+import { reviewSettingsSchema, rulesFromSettings, type ReviewSettings } from '@docex/shared';
 import { resultSettings } from '../outputs/result-settings.ts';
 import { CONFIG_MEANINGS } from './config-meanings.ts';
 import { cronProblem } from './cron.ts';
@@ -44,33 +45,11 @@ const namePattern = z.string().check((ctx) => {
 
 /**
  * When a processed document waits for a person (outputs/review.ts): each rule given fires on its
- * own; a document no rule fires for goes on to processed/output as before.
+ * own; a document no rule fires for goes on to processed/output as before. The one reader of these
+ * rules is the shared core's (shared/src/core/review-rules.ts), the n8n node reads them too.
  */
-const ReviewSection = z.strictObject({
-  /** 0..1: a general field whose confidence is below it (a field without confidence never fires). */
-  min_confidence: z.number().min(0).max(1).optional(),
-  /** General fields that must be present and not empty. */
-  required_fields: z.array(z.string().min(1)).default([]),
-  fraud: z
-    .strictObject({
-      /** A verdict present and not clean (LOW_RISK, clean, genuine, ...: docs/decisions.md). */
-      not_clean: z.boolean().default(false),
-      /** 0..1: a fraud score above it (a score in (1, 100] is read as a percentage). */
-      max_score: z.number().min(0).max(1).optional(),
-      /** Replaces the verdicts read as clean. */
-      clean_verdicts: z.array(z.string().min(1)).optional(),
-    })
-    .optional(),
-  /** Opt-in: the sum of a line field must match a general field within the tolerance (default 0.01). */
-  line_total: z
-    .strictObject({
-      line_field: z.string().min(1),
-      total_field: z.string().min(1),
-      tolerance: z.number().min(0).optional(),
-    })
-    .optional(),
-});
-export type ReviewSettings = z.output<typeof ReviewSection>;
+const ReviewSection = reviewSettingsSchema();
+export type { ReviewSettings };
 
 /**
  * A subfolder of a watch sent with its own template or folder, and whatever else it sets instead of
@@ -85,8 +64,15 @@ export const Route = z.strictObject({
   template_id: positiveInt.optional(),
   folder_id: positiveInt.optional(),
   metadata: z.string().optional(),
-  /** The review rules of this route's documents, instead of the watch's (`{}`: none). */
+  /**
+   * The review rules of this route's documents, instead of the watch's (`{}`: none). Left out, the
+   * watch's apply only when the route sends to the watch's own template_id (route-settings.ts).
+   */
   review: ReviewSection.optional(),
+  /** Where this route's originals go in processed_dir, instead of the watch's archive_name (same rule as review). */
+  archive_name: namePattern.optional(),
+  /** The base of this route's result files' names, instead of the watch's result_name (same rule as review). */
+  result_name: namePattern.optional(),
 });
 
 /**
@@ -365,14 +351,7 @@ export function loadConfig(file: string): Config {
 
 /** Whether a review section holds any rule (an empty one, e.g. a route's `review: {}`, holds nothing). */
 export function hasReviewRules(review: ReviewSettings | undefined): review is ReviewSettings {
-  if (!review) return false;
-  return (
-    review.min_confidence !== undefined ||
-    review.required_fields.length > 0 ||
-    review.fraud?.not_clean === true ||
-    review.fraud?.max_score !== undefined ||
-    review.line_total !== undefined
-  );
+  return rulesFromSettings(review) !== undefined;
 }
 
 /** One reading of a glob everywhere (globMatcher, nameRegExp): they must never differ. */

@@ -49,12 +49,15 @@ export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[
     element?: z.ZodType;
     shape?: Record<string, z.ZodType>;
     options?: z.ZodType[];
+    valueType?: z.ZodType;
   };
   if (def.innerType) return keysAt(def.innerType, path);
   if (def.options) return [...new Set(def.options.flatMap((option) => keysAt(option, path)))];
   if (path.length === 0) return Object.keys(def.shape ?? {});
   const [head, ...rest] = path;
   if (def.element && typeof head === 'number') return keysAt(def.element, rest);
+  // A record's entries (a review's `fields`) share one schema, whatever their names.
+  if (def.valueType) return keysAt(def.valueType, rest);
   const next = def.shape?.[String(head)];
   return next ? keysAt(next, rest) : [];
 }

@@ -38,6 +38,7 @@ import type { Metrics } from '../status/metrics.ts';
 import { resultBase, ResultWriter, type ResultTarget } from '../outputs/results.ts';
 import { ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from './routes.ts';
+import { settingsOfRoute } from '../common/route-settings.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { KnownFile, StateDb } from '../store/state.ts';
 import {
@@ -758,11 +759,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         fields: new Map(generalFieldsOf(data).map((f) => [f.name, f.value])),
         missing: watch.name_missing,
       })));
+    // A route's own names, or its watch's when it sends to the watch's template (route-settings.ts).
+    const { archive_name, result_name } = settingsOfRoute(watch, row.route);
     const archiveRel =
-      row.archive_rel ??
-      (watch.archive_name ? renderName(namePattern(watch.archive_name), await values()) : null);
-    const wanted = watch.result_name
-      ? renderName(namePattern(watch.result_name), await values())
+      row.archive_rel ?? (archive_name ? renderName(namePattern(archive_name), await values()) : null);
+    const wanted = result_name
+      ? renderName(namePattern(result_name), await values())
       : resultBase(basename(row.path), data.document_id);
     const base = await this.results.freeBase(
       resultTargets(watch),

@@ -16,14 +16,14 @@ import { copyFile, link, mkdir, readFile, rename, rm, stat } from 'node:fs/promi
 import { basename, dirname, join } from 'node:path';
 import {
   reviewReasons,
+  rulesFromSettings,
   type DocumentData,
   type ReviewReason,
   type ReviewRules,
   type TaskResult,
 } from '@docex/shared';
-import type { ReviewSettings, WatchConfig } from '../common/config.ts';
-import { hasReviewRules } from '../common/config.ts';
-import { routeSettings } from '../common/route-settings.ts';
+import type { WatchConfig } from '../common/config.ts';
+import { settingsOfRoute } from '../common/route-settings.ts';
 import { freeTarget, inside, Reservations, tempSuffix, writeAtomic } from '../common/files.ts';
 import type { FileRow } from '../engine/lifecycle.ts';
 import {
@@ -36,36 +36,12 @@ import {
   type ResultWriter,
 } from './results.ts';
 
-/** The rules of a route (its own `review`, when it has one) or else of its watch, in the core's terms. */
+/**
+ * The rules of a route (its own `review`, or its watch's when it sends to the watch's template:
+ * common/route-settings.ts) or of the watch, in the core's terms (the shared reader's).
+ */
 export function reviewRulesFor(watch: WatchConfig, route: string | null): ReviewRules | undefined {
-  const own = route === null ? undefined : watch.routes.find((r) => (r.name ?? r.match) === route);
-  const section = own ? routeSettings(watch, own).review : watch.review;
-  return hasReviewRules(section) ? rulesOf(section) : undefined;
-}
-
-function rulesOf(s: ReviewSettings): ReviewRules {
-  return {
-    ...(s.min_confidence !== undefined ? { minConfidence: s.min_confidence } : {}),
-    ...(s.required_fields.length ? { requiredFields: s.required_fields } : {}),
-    ...(s.fraud
-      ? {
-          fraud: {
-            notClean: s.fraud.not_clean,
-            ...(s.fraud.max_score !== undefined ? { maxScore: s.fraud.max_score } : {}),
-            ...(s.fraud.clean_verdicts ? { cleanVerdicts: s.fraud.clean_verdicts } : {}),
-          },
-        }
-      : {}),
-    ...(s.line_total
-      ? {
-          lineTotal: {
-            lineField: s.line_total.line_field,
-            totalField: s.line_total.total_field,
-            ...(s.line_total.tolerance !== undefined ? { tolerance: s.line_total.tolerance } : {}),
-          },
-        }
-      : {}),
-  };
+  return rulesFromSettings(settingsOfRoute(watch, route).review);
 }
 
 /** What the state DB keeps of a held document (FileRow.review), sanitised. */

@@ -10,6 +10,7 @@ export * from './multipart.ts';
 export * from './operations.ts';
 export * from './proxy.ts';
 export * from './review.ts';
+export * from './review-rules.ts';
 export {
   DEFAULT_WAIT_TIMEOUT_MS,
   isFinalStatus,

@@ -23,11 +23,26 @@ export type ReviewData =
   | Partial<TaskResult>
   | Record<string, unknown>;
 
+/** One general field's own rules, besides (or instead of) the document-wide ones. */
+export interface FieldRule {
+  /** 0..1: replaces `minConfidence` for this field (0: its confidence never holds the document). */
+  minConfidence?: number;
+  /** It must be present with a non-empty value (as if in `requiredFields`). */
+  required?: boolean;
+  /** It may be missing or empty: then its confidence does not count (a value it has is still checked). */
+  optional?: boolean;
+}
+
 export interface ReviewRules {
   /** 0..1: a general field whose confidence is below it needs review; one without confidence does not. */
   minConfidence?: number;
   /** General fields that must be present with a non-empty value. */
   requiredFields?: string[];
+  /**
+   * Rules of single fields by name (matched exactly, else without case and surrounding blanks):
+   * their own minimum confidence, required or optional. Made by `readReviewRules` (review-rules.ts).
+   */
+  fields?: Record<string, FieldRule>;
   fraud?: {
     /** A verdict that is present and not one of `cleanVerdicts` needs review. */
     notClean?: boolean;
@@ -360,27 +375,39 @@ function lineTotalReasons(
 
 /**
  * Why a document needs review under these rules; empty when it does not. Rules left out do not
- * apply. Reasons come in rule order: minConfidence, requiredFields, fraud, lineTotal.
+ * apply. Reasons come in rule order: minConfidence (a field's own minimum, else the document-wide
+ * one), requiredFields (the list, then the fields marked required), fraud, lineTotal.
  */
 export function reviewReasons(data: ReviewData, rules: ReviewRules): ReviewReason[] {
   const d = (isObject(data) ? data : {}) as Obj;
   const general = readFieldConfidences(data);
   const reasons: ReviewReason[] = [];
-  if (rules.minConfidence !== undefined) {
-    for (const f of general) {
-      if (f.confidence !== undefined && f.confidence < rules.minConfidence) {
-        reasons.push({
-          rule: 'minConfidence',
-          field: f.name,
-          value: f.value,
-          found: f.confidence,
-          threshold: rules.minConfidence,
-          message: `${f.name}: confidence ${fmt(f.confidence)} is below ${fmt(rules.minConfidence)}`,
-        });
-      }
+  const own = Object.entries(rules.fields ?? {}).map(([name, rule]) => ({ name, ...rule }));
+  for (const f of general) {
+    const rule = findField(own, f.name);
+    const threshold = rule?.minConfidence ?? rules.minConfidence;
+    if (threshold === undefined || f.confidence === undefined) continue;
+    // An optional field the document does not carry: its (low) confidence is that of nothing.
+    if (rule?.optional === true && isEmptyValue(f.value)) continue;
+    if (f.confidence < threshold) {
+      // A field's own minimum is named as such, so the reviewer knows which rule to look at.
+      const limit =
+        rule?.minConfidence === undefined ? fmt(threshold) : `${fmt(threshold)}, ${f.name}'s own minimum`;
+      reasons.push({
+        rule: 'minConfidence',
+        field: f.name,
+        value: f.value,
+        found: f.confidence,
+        threshold,
+        message: `${f.name}: confidence ${fmt(f.confidence)} is below ${limit}`,
+      });
     }
   }
-  for (const name of rules.requiredFields ?? []) {
+  const required = [
+    ...(rules.requiredFields ?? []),
+    ...own.filter((r) => r.required === true).map((r) => r.name),
+  ].filter((name, i, all) => all.findIndex((n) => normalName(n) === normalName(name)) === i);
+  for (const name of required) {
     if (name.trim() === '') continue;
     const f = findField(general, name);
     if (f === undefined) reasons.push({ rule: 'requiredFields', field: name, message: `${name} is missing` });

@@ -21,7 +21,8 @@ import { loadConfig } from '../../../daemon/src/common/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { startDaemon, type RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
 import { invoiceTemplate } from '../../support/templates.ts';
-import { filesUnder, SECRET, until } from '../helpers.ts';
+import { routeSettings } from '../../../daemon/src/common/route-settings.ts';
+import { filesUnder, SECRET, until, watchIn } from '../helpers.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/docex-sync.yaml');
 const DAY = 86_400_000;
@@ -40,6 +41,24 @@ const scan = (supplier: string, number: string) =>
   `Supplier: ${supplier}\nInvoice number: ${number}\nTotal: 10,00\nWidget | 4,00\nGadget | 6,00\n`;
 
 describe('examples/docex-sync.yaml, the back-office walkthrough', () => {
+  it("holds no route that takes review rules or names written for another template's fields", async () => {
+    const raw = YAML.parse(await readFile(EXAMPLE, 'utf8')) as Record<string, any>;
+    const watch = watchIn('/srv/base', '/srv/share', raw.watch[0]);
+    for (const route of watch.routes) {
+      // The watch's rules and names are written for its own template's fields.
+      if (route.template_id === watch.template_id) continue;
+      const { review, archive_name, result_name } = routeSettings(watch, route);
+      expect({ route: route.match, review, archive_name, result_name }).toEqual({
+        route: route.match,
+        review: route.review,
+        archive_name: route.archive_name,
+        result_name: route.result_name,
+      });
+      // Each has rules of its own (a route to another template without any is likely an oversight).
+      expect(review, route.match).toBeDefined();
+    }
+  });
+
   it('passes check against the emulator, routes the supplier folders, holds the unmapped one, ignores @eaDir, names the archive from the data', async () => {
     emulator = await startEmulator({
       port: 0,

@@ -134,6 +134,8 @@ const VALID_BY_KEY: Record<string, unknown> = {
   ignore_names: ['@eaDir'],
   min_confidence: 0.5,
   max_score: 0.5,
+  // A review field's rule: required and optional at once is itself a mistake (review-rules-config.test.ts).
+  optional: false,
 };
 
 /** A valid value for every key of `schema`, optional sections included, so each key can be spoiled in turn. */

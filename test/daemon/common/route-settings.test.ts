@@ -1,7 +1,8 @@
 /**
- * What a route of a watch sends and applies (common/route-settings.ts): every setting it leaves out
- * comes from its watch, one it sets replaces the watch's whole (review rules are not merged), and
- * its target (template_id / folder_id) is its own. One case per key of the route schema, checked
+ * What a route of a watch sends, applies and names (common/route-settings.ts): one it sets replaces
+ * the watch's whole (review rules are not merged), its target (template_id / folder_id) is its own,
+ * what is written for a template's fields (review, archive_name, result_name) comes from the watch
+ * only for a route to the watch's own template, and the rest (metadata) from the watch. One case per key of the route schema, checked
  * through what the pipeline uses (routeFor, reviewRulesFor): a key added to the schema fails the
  * first test until it has a case here saying whether, and how, it is inherited.
  * End to end against the emulator (the metadata stored with each document): routes.test.ts.
@@ -9,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod/v4';
 import { Route, type WatchConfig } from '../../../daemon/src/common/config.ts';
-import { routeSettings } from '../../../daemon/src/common/route-settings.ts';
+import { routeSettings, settingsOfRoute } from '../../../daemon/src/common/route-settings.ts';
 import { routeFor } from '../../../daemon/src/engine/routes.ts';
 import { reviewRulesFor } from '../../../daemon/src/outputs/review.ts';
 import { watchIn } from '../helpers.ts';
@@ -26,6 +27,8 @@ function watchWith(routes: Array<Record<string, unknown>>, own: Record<string, u
     metadata: '{"source":"share"}',
     review: WATCH_REVIEW,
     review_dir: '/srv/review',
+    archive_name: '{yyyy}/{field:Supplier}/{name}{ext}',
+    result_name: '{field:Supplier}/{field:Invoice number}',
     routes,
     ...own,
   });
@@ -87,24 +90,60 @@ const CASES: Record<RouteKey, { says: string; check: () => void }> = {
     },
   },
   review: {
-    says: "the watch's rules when the route sets none; the route's own replace them whole (`{}`: none)",
+    says: "the route's own replace the watch's whole (`{}`: none); left out, the watch's only for a route to the watch's template",
     check() {
       const watch = watchWith([
         { match: 'Supplier A', template_id: 2, review: { required_fields: ['PO number'] } },
-        { match: 'Supplier B', template_id: 3 },
-        { match: 'Petty cash', template_id: 4, review: {} },
+        { match: 'Receipts', template_id: 3 },
+        { match: 'Branch-*', folder_id: 3 },
+        { match: 'ACME', template_id: 1 },
+        { match: 'Petty cash', template_id: 1, review: {} },
       ]);
       const rules = (folder: string) => reviewRulesFor(watch, sent(watch, folder).route);
       // Replaced, not merged: the watch's min_confidence and required Total do not apply.
       expect(rules('Supplier A')).toEqual({ requiredFields: ['PO number'] });
-      expect(rules('Supplier B')).toEqual({ minConfidence: 0.8, requiredFields: ['Total'] });
+      // Another template (or a folder, whose template the service picks): the watch's rules,
+      // written for template 1's fields, do not hold its documents.
+      expect(rules('Receipts')).toBeUndefined();
+      expect(rules('Branch-North')).toBeUndefined();
+      // The watch's own template: its rules were written for these documents.
+      expect(rules('ACME')).toEqual({ minConfidence: 0.8, requiredFields: ['Total'] });
       expect(rules('Petty cash')).toBeUndefined();
-      expect(routeSettings(watch, watch.routes[1]!).review).toEqual(watch.review);
+      expect(routeSettings(watch, watch.routes[3]!).review).toEqual(watch.review);
+    },
+  },
+  archive_name: {
+    says: "the route's own; left out, the watch's only for a route to the watch's template (it names the template's fields)",
+    check() {
+      const watch = watchWith([
+        { match: 'Receipts', template_id: 3, archive_name: 'receipts/{yyyy}/{name}{ext}' },
+        { match: 'Scans', template_id: 3 },
+        { match: 'ACME', template_id: 1 },
+      ]);
+      const named = (folder: string) => settingsOfRoute(watch, sent(watch, folder).route).archive_name;
+      expect(named('Receipts')).toBe('receipts/{yyyy}/{name}{ext}');
+      expect(named('Scans')).toBeUndefined();
+      expect(named('ACME')).toBe('{yyyy}/{field:Supplier}/{name}{ext}');
+      expect(settingsOfRoute(watch, null).archive_name).toBe('{yyyy}/{field:Supplier}/{name}{ext}');
+    },
+  },
+  result_name: {
+    says: "the route's own; left out, the watch's only for a route to the watch's template (it names the template's fields)",
+    check() {
+      const watch = watchWith([
+        { match: 'Receipts', template_id: 3, result_name: 'receipts/{name}' },
+        { match: 'Scans', folder_id: 3 },
+        { match: 'ACME', template_id: 1, folder_id: 4 },
+      ]);
+      const named = (folder: string) => settingsOfRoute(watch, sent(watch, folder).route).result_name;
+      expect(named('Receipts')).toBe('receipts/{name}');
+      expect(named('Scans')).toBeUndefined();
+      expect(named('ACME')).toBe('{field:Supplier}/{field:Invoice number}');
     },
   },
 };
 
-describe('a route takes from its watch every setting it does not set itself', () => {
+describe('what a route takes from its watch, setting by setting', () => {
   it('every key a route can set has a case here (a new key fails until it has one)', () => {
     expect(Object.keys(CASES).sort()).toEqual(Object.keys(Route.shape).sort());
   });
