@@ -97,7 +97,9 @@ describe('from the sources', () => {
       'pull',
       'retry',
       'approve',
+      'reject',
       'review list',
+      'review log',
       'prune',
       'check',
     ])

@@ -20,15 +20,23 @@ A name that names no file waiting for review is an error (exit 2); the others ar
     const patterns = options.args;
     if (!all && patterns.length === 0)
       throw new UsageError('name the files to approve (names, paths or patterns), or give --all');
-    const [{ open }, { existsSync }, { namedIds }, { basename }, { StateDb }, { approveReviewed }] =
-      await Promise.all([
-        import('./context.ts'),
-        import('node:fs'),
-        import('./named-files.ts'),
-        import('node:path'),
-        import('../store/state.ts'),
-        import('../engine/approve.ts'),
-      ]);
+    const [
+      { open },
+      { cliActor },
+      { existsSync },
+      { namedIds },
+      { basename },
+      { StateDb },
+      { approveAndNote },
+    ] = await Promise.all([
+      import('./context.ts'),
+      import('./actor.ts'),
+      import('node:fs'),
+      import('./named-files.ts'),
+      import('node:path'),
+      import('../store/state.ts'),
+      import('../engine/approve.ts'),
+    ]);
     const { config, out } = open(options, io);
     // A name that names nothing waiting is a mistake to say (exit 2), not a silent no-op; the
     // other names given are still approved.
@@ -51,7 +59,10 @@ A name that names no file waiting for review is an error (exit 2); the others ar
         ({ ids, unmatched } = namedIds(db.inReview(1_000_000), patterns, (r) =>
           r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]],
         ));
-      const { approved, skipped } = approveReviewed({ db, config, now: io.now }, ids);
+      const { approved, skipped } = await approveAndNote(
+        { db, config, now: io.now, actor: cliActor(io) },
+        ids,
+      );
       for (const s of skipped)
         io.stderr.write(
           `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,

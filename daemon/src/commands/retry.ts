@@ -18,13 +18,15 @@ A name that names no failed file is an error (exit 2); the others are still retr
     const patterns = options.args;
     if (!all && patterns.length === 0)
       throw new UsageError('name the failed files to retry (names, paths or patterns), or give --all');
-    const [{ open }, { existsSync }, { namedIds }, { StateDb }, { retryFailed }] = await Promise.all([
-      import('./context.ts'),
-      import('node:fs'),
-      import('./named-files.ts'),
-      import('../store/state.ts'),
-      import('../engine/retry.ts'),
-    ]);
+    const [{ open }, { cliActor }, { existsSync }, { namedIds }, { StateDb }, { retryFailed }] =
+      await Promise.all([
+        import('./context.ts'),
+        import('./actor.ts'),
+        import('node:fs'),
+        import('./named-files.ts'),
+        import('../store/state.ts'),
+        import('../engine/retry.ts'),
+      ]);
     const { config, out } = open(options, io);
     // A name that names no failed file is a mistake to say (exit 2), not a silent no-op; the
     // other names given are still retried.
@@ -44,7 +46,7 @@ A name that names no failed file is an error (exit 2); the others are still retr
     try {
       let ids: number[] | 'all' = 'all';
       if (!all) ({ ids, unmatched } = namedIds(db.inState('failed', 1_000_000), patterns));
-      const { retried, skipped } = await retryFailed({ db, config, now: io.now }, ids);
+      const { retried, skipped } = await retryFailed({ db, config, now: io.now, actor: cliActor(io) }, ids);
       for (const s of skipped)
         io.stderr.write(`docex-sync retry: not retried: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`);
       out(`${retried.length} failed file(s) re-queued.`);

@@ -38,9 +38,19 @@ export const COMMANDS: ReadonlyArray<CommandRow<SyncIo>> = [
     load: async () => (await import('./approve.ts')).command,
   },
   {
+    name: 'reject',
+    summary: 'send documents waiting for review to the failed folder, with a reason',
+    load: async () => (await import('./reject.ts')).command,
+  },
+  {
     name: 'review list',
     summary: 'the documents waiting for review, with the rules that held them (--json for machines)',
     load: async () => (await import('./review-list.ts')).command,
+  },
+  {
+    name: 'review log',
+    summary: 'the audit trail: who approved, rejected, corrected or retried what, when (--since, --json)',
+    load: async () => (await import('./review-log.ts')).command,
   },
   {
     name: 'prune',

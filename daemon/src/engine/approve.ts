@@ -7,14 +7,28 @@
  */
 import { allWatches } from '../mail/spool.ts';
 import { decide } from './lifecycle.ts';
-import { policyOf, type RetryDeps } from './retry.ts';
+import { policyOf, UNNAMED, type RetryDeps } from './retry.ts';
+import { AuditTrail } from '../store/audit.ts';
+import { appendDecision, fraudFlagged } from '../outputs/review-decisions.ts';
 
 export interface ApproveOutcome {
   approved: number[];
   skipped: Array<{ id: number; reason: string }>;
 }
 
-export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): ApproveOutcome {
+export interface ApproveOptions {
+  /**
+   * With 'all': a fraud-flagged document (a fraud rule held it) is approved too only when true. The
+   * page's Approve all leaves them out unless ticked one by one (named by id, they are approved).
+   */
+  includeFraud?: boolean;
+}
+
+export function approveReviewed(
+  deps: RetryDeps,
+  which: number[] | 'all',
+  options: ApproveOptions = { includeFraud: true },
+): ApproveOutcome {
   const { db, config } = deps;
   const now = (deps.now ?? Date.now)();
   db.flush();
@@ -24,6 +38,7 @@ export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): Appro
       : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
   const outcome: ApproveOutcome = { approved: [], skipped: [] };
   const watches = allWatches(config);
+  const trail = new AuditTrail(db.db);
   for (const row of rows) {
     if (row.state !== 'review') {
       outcome.skipped.push({
@@ -38,11 +53,42 @@ export function approveReviewed(deps: RetryDeps, which: number[] | 'all'): Appro
       outcome.skipped.push({ id: row.id, reason: 'its watched folder is no longer configured' });
       continue;
     }
+    if (which === 'all' && options.includeFraud === false && fraudFlagged(row)) {
+      outcome.skipped.push({ id: row.id, reason: 'it is fraud-flagged: approve it by itself' });
+      continue;
+    }
     const { changes } = decide(row, { kind: 'approve-requested' }, now, policyOf(config, watch));
     db.update(row.id, changes!, now);
+    trail.record(
+      deps.actor ?? UNNAMED,
+      { action: 'approve', fileId: row.id, file: row.path, oldValue: 'review', newValue: 'approved' },
+      now,
+    );
     outcome.approved.push(row.id);
   }
   db.flush();
   if (outcome.approved.length) deps.wake?.();
+  return outcome;
+}
+
+/** approveReviewed, each approval then a row of the day's review CSV (who approved it). */
+export async function approveAndNote(
+  deps: RetryDeps,
+  which: number[] | 'all',
+  options?: ApproveOptions,
+): Promise<ApproveOutcome> {
+  const outcome = approveReviewed(deps, which, options);
+  const watches = allWatches(deps.config);
+  for (const id of outcome.approved) {
+    const row = deps.db.get(id);
+    const watch = row && watches.get(row.watch);
+    if (!row || !watch?.review_dir) continue;
+    await appendDecision(
+      watch,
+      row,
+      { outcome: 'approved', by: (deps.actor ?? UNNAMED).who },
+      deps.now?.() ?? Date.now(),
+    );
+  }
   return outcome;
 }

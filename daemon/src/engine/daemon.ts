@@ -17,6 +17,7 @@ import { runRerun } from '../outputs/reruns.ts';
 import { ResultWriter } from '../outputs/results.ts';
 import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
+import { auditAnnouncer } from './audit-log.ts';
 import type { KeyCheck } from './preflight.ts';
 import { pruneOnSchedule } from './retention.ts';
 import { EXIT, KeyRefusedError } from '../common/exit.ts';
@@ -123,7 +124,16 @@ export async function startDaemon(
     for (const w of watchers) void w.scan('full');
   });
   pipeline.start();
-  const otherWriters = wakeOnOtherWriters(db, () => pipeline.wake(), log);
+  const announce = auditAnnouncer(db, log);
+  announce();
+  const otherWriters = wakeOnOtherWriters(
+    db,
+    () => {
+      pipeline.wake();
+      announce(); // a command's approve, reject or retry: said in this log
+    },
+    log,
+  );
   await Promise.all(watchers.map((w) => w.start())).finally(() => scanBar.finish());
   // imapflow and mailparser are loaded only for a config with mailboxes (seconds of start-up otherwise).
   const mailboxes = config.mailboxes.length
@@ -192,7 +202,10 @@ export async function startDaemon(
         config,
         metrics,
         log,
-        wake: () => pipeline.wake(),
+        wake: () => {
+          pipeline.wake();
+          announce();
+        },
         diskPaused: () => pipeline.diskPaused,
       })
     : undefined;

@@ -57,7 +57,7 @@ export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
   uploading: ['uploaded', 'stable', 'failed'],
   uploaded: ['done', 'failed'],
   done: ['archived', 'review'],
-  review: ['done'],
+  review: ['done', 'failed'],
   archived: [],
   failed: ['discovered'],
 };
@@ -189,6 +189,8 @@ export type Observation =
   | { kind: 'held-for-review' }
   /** A person approved it (status page, `docex-sync approve`). */
   | { kind: 'approve-requested' }
+  /** A person rejected it (status page, `docex-sync reject`): it goes to the failed folder with the reason. */
+  | { kind: 'reject-requested'; reason: string }
   /** The daemon starts after a stop or a crash. */
   | { kind: 'restarted' }
   /** `docex-sync retry`: a failed file that was not yet moved goes through the pipeline again. */
@@ -413,6 +415,20 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
     case 'approve-requested':
       if (state !== 'review') return keep();
       return to({ state: 'done', approved_at: now, blocked: null, next_at: now });
+    case 'reject-requested':
+      // The failure report step moves the original from where it waits (review_dir) to the failed
+      // folder. Its review is over: retried, the file is looked at anew, its rules again.
+      if (state !== 'review') return keep();
+      return to({
+        state: 'failed',
+        reason: obs.reason,
+        path: row.review_path ?? row.path,
+        finalized: 0,
+        review: null,
+        review_path: null,
+        blocked: null,
+        next_at: now,
+      });
     case 'named':
       if (state !== 'uploaded') return keep();
       return to({ archive_rel: obs.archiveRel, result_base: obs.resultBase });

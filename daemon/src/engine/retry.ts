@@ -10,6 +10,7 @@ import { freeTarget } from '../common/files.ts';
 import { allWatches } from '../mail/spool.ts';
 import { decide, NEVER, type Policy } from './lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
+import { AuditTrail, type Actor } from '../store/audit.ts';
 
 /**
  * What retry and approve read of the config: the watches and the mailboxes (whose spool folders
@@ -24,7 +25,12 @@ export interface RetryDeps {
   /** Told when rows changed (the pipeline's scheduler has no tick). */
   wake?: () => void;
   now?: () => number;
+  /** Who asked (the audit trail's `who`); unnamed when a caller gives none. */
+  actor?: Actor;
 }
+
+/** The actor of a change made without one (a test, an old caller). */
+export const UNNAMED: Actor = { who: '(not named)', via: 'cli' };
 
 /** The lifecycle's policy for a file of `watch` (the pipeline's, for a change made beside it). */
 export const policyOf = (config: ConfigSlice<'poll' | 'upload'>, watch: WatchConfig): Policy => ({
@@ -49,6 +55,20 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
   const outcome: RetryOutcome = { retried: [], skipped: [] };
   const watches = allWatches(config);
+  const trail = new AuditTrail(db.db);
+  const audit = (row: { id: number; path: string; reason: string | null }) =>
+    trail.record(
+      deps.actor ?? UNNAMED,
+      {
+        action: 'retry',
+        fileId: row.id,
+        file: row.path,
+        oldValue: 'failed',
+        newValue: 'queued again',
+        note: row.reason,
+      },
+      now(),
+    );
   for (const row of rows) {
     if (row.state !== 'failed') {
       outcome.skipped.push({
@@ -71,6 +91,7 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
     if (!row.finalized) {
       // Not moved to the failed folder yet: it is still where it was found.
       db.update(row.id, changes!, now());
+      audit(row);
       outcome.retried.push(row.id);
       continue;
     }
@@ -106,6 +127,7 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
       continue;
     }
     db.update(row.id, { next_at: changes!.next_at }, now());
+    audit({ ...row, path: back }); // the file as it is found again, in its watched folder
     db.flush();
     await rm(`${row.path}.error.json`, { force: true });
     outcome.retried.push(row.id);

@@ -242,6 +242,8 @@ export interface ResultContext {
   message?: MailSource;
   /** The base of the file names, the file's own (freeBase); default: resultBase(sourceName, id). */
   base?: string | undefined;
+  /** Values a person corrected on review (outputs/review-decisions.ts): the result JSON lists them. */
+  corrections?: unknown[];
 }
 
 /** The JSON result as written (what later reads of it, e.g. after a rerun, can rely on). */
@@ -257,6 +259,7 @@ export interface ResultJson {
   written_at: string;
   refreshed_after_rerun?: string;
   message?: MailSource;
+  corrections?: unknown[];
 }
 
 export const jsonResultPath = (
@@ -355,6 +358,7 @@ export class ResultWriter {
         written_at: writtenAt.toISOString(),
         ...(ctx.refreshedBy ? { refreshed_after_rerun: ctx.refreshedBy } : {}),
         ...(ctx.message ? { message: ctx.message } : {}),
+        ...(ctx.corrections ? { corrections: ctx.corrections } : {}),
       };
       written.push(await put(`${base}.json`, jsonFile(json)));
     }

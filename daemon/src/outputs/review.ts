@@ -148,6 +148,8 @@ export interface ReviewJson {
   sha256: string | null;
   document: DocumentData;
   task: TaskResult | null;
+  /** Values a person corrected (review-decisions.ts); `document` holds them already. */
+  corrections?: unknown[];
 }
 
 /** review_dir, written like output but without its daily CSV (that one lists what reached output). */
@@ -235,6 +237,8 @@ export class ReviewQueue {
         ['route', row.route === null ? '' : csvSafe(row.route)],
         ['rules', [...new Set(held.reasons.map((r) => r.rule))].join(', ')],
         ['reasons', csvSafe(held.reasons.map((r) => r.message).join('; '))],
+        // Filled by a decision's row (review-decisions.ts, appendDecision).
+        ['corrections', ''],
       ],
       dialectFor(watch.csv_style ?? 'standard', undefined),
     );
@@ -286,6 +290,7 @@ export class ReviewQueue {
       outcome: review.outcome,
       sourceName: basename(row.path),
       base: row.result_base ?? undefined,
+      ...(review.corrections?.length ? { corrections: review.corrections } : {}),
     });
     for (const suffix of ['.json', '.fields.csv', '.lines.csv'])
       await rm(inside(watch.review_dir!, `${base}${suffix}`), { force: true });

@@ -13,7 +13,9 @@ import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
 import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
 import { retryFailed, type RetryConfig, type RetryOutcome } from '../engine/retry.ts';
-import { approveReviewed } from '../engine/approve.ts';
+import { approveAndNote } from '../engine/approve.ts';
+import { pageActor, reviewChange, reviewPage, serveOriginal } from './review-routes.ts';
+import { REVIEW_PAGE_CSP } from './review-page.ts';
 
 export interface HttpDeps extends StatusSource {
   /** The read model's slice, and retry's and approve's for the page's buttons. */
@@ -68,7 +70,10 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /** The page's changes: each is a JSON POST of `{"ids": [...]}` or `{"all": true}`, guarded alike. */
-const CHANGES = new Set(['/api/retry', '/api/approve']);
+const CHANGES = new Set(['/api/retry', '/api/approve', '/api/reject', '/api/correct']);
+/** The review station's pages (status/review-routes.ts): the page, and a held document's original by id. */
+const REVIEW_ORIGINAL = /^\/review\/original\/([^/]*)$/;
+const isReviewPath = (path: string) => path === '/review' || REVIEW_ORIGINAL.test(path);
 
 function parseWhich(body: unknown): number[] | 'all' | undefined {
   if (!body || typeof body !== 'object') return undefined;
@@ -140,7 +145,13 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
       return send(res, 200, await deps.metrics.registry.metrics(), {
         'content-type': deps.metrics.registry.contentType,
       });
-    if (path !== '/' && path !== '/partial' && path !== '/api/status' && !CHANGES.has(path))
+    if (
+      path !== '/' &&
+      path !== '/partial' &&
+      path !== '/api/status' &&
+      !CHANGES.has(path) &&
+      !isReviewPath(path)
+    )
       return send(res, 404, 'not found\n');
     if (!checkHost(req)) return send(res, 421, 'this page answers only to its own host name\n');
     if (CHANGES.has(path)) {
@@ -152,22 +163,30 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
         return send(res, 403, { error: 'the x-docex-sync-request header is required' });
       if (!authorized(req, url, true))
         return send(res, 401, { error: 'a valid x-docex-sync-token is required' });
-      let which;
+      let body: unknown;
       try {
-        which = parseWhich(await readJson(req));
+        body = await readJson(req);
       } catch (error) {
         return send(res, 400, { error: (error as Error).message });
       }
+      const actor = pageActor(body, req);
+      if (path === '/api/reject' || path === '/api/correct') {
+        const answer = await reviewChange(path, body, deps, actor);
+        return send(res, answer.status, answer.body);
+      }
+      const which = parseWhich(body);
       if (!which) return send(res, 400, { error: 'send {"ids": [file ids]} or {"all": true}' });
       if (path === '/api/approve') {
-        const approved = approveReviewed(deps, which);
+        // "all" from the page leaves fraud-flagged documents out unless include_fraud says otherwise.
+        const includeFraud = (body as { include_fraud?: unknown }).include_fraud === true;
+        const approved = await approveAndNote({ ...deps, actor }, which, { includeFraud });
         deps.log?.info(
           { approved: approved.approved.length, skipped: approved.skipped.length },
           'approved on the status page',
         );
         return send(res, 200, approved);
       }
-      const outcome: RetryOutcome = await retryFailed(deps, which);
+      const outcome: RetryOutcome = await retryFailed({ ...deps, actor }, which);
       deps.log?.info(
         { retried: outcome.retried.length, skipped: outcome.skipped.length },
         'retry from the status page',
@@ -182,6 +201,16 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
       return send(res, 303, '', {
         location: path,
         'set-cookie': `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
+      });
+    const original = REVIEW_ORIGINAL.exec(path);
+    if (original) return serveOriginal(deps, original[1]!, res, req.method === 'HEAD');
+    if (path === '/review')
+      return send(res, 200, await reviewPage(deps, url, token), {
+        'content-security-policy': REVIEW_PAGE_CSP,
+        'x-frame-options': 'DENY',
+        'referrer-policy': 'no-referrer',
+        'x-content-type-options': 'nosniff',
+        'content-type': 'text/html; charset=utf-8',
       });
     const snapshot = statusSnapshot(deps);
     if (path === '/api/status') return send(res, 200, snapshot);

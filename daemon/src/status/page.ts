@@ -129,7 +129,8 @@ ${s.failed.files
   }</section>`;
   const review = s.review.total
     ? `<section><h2>Waiting for review</h2><p class="muted">A review rule held them: their original and results are in the watch's review_dir. Approve moves them on to the processed folder and the output folder.</p>
-<p><button type="button" data-approve="all" data-testid="approve-all">Approve all ${s.review.total}</button>${
+<p><a href="review" data-testid="open-review">Open the review station</a> (one document at a time, beside its values) ·
+<a href="review?all=1" data-testid="approve-all">Approve all ${s.review.total}…</a> (lists them and asks first)${
         s.review.total > s.review.files.length
           ? ` <span class="muted">(oldest ${s.review.files.length} shown)</span>`
           : ''

@@ -17,6 +17,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
+import { AUDIT_MIGRATION } from './audit.ts';
 import { StateDbUnusableError } from '../common/exit.ts';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
 
@@ -244,6 +245,8 @@ const MIGRATIONS = [
   // the row is older than this version, which ran it for every message). Status lists the last ones.
   `ALTER TABLE mail_messages ADD COLUMN left_reason TEXT;
   CREATE INDEX mail_messages_left ON mail_messages(mailbox, id) WHERE left_reason IS NOT NULL;`,
+  // 13: the audit trail of people's decisions (approve, reject, correct, retry): store/audit.ts.
+  AUDIT_MIGRATION,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -137,6 +137,7 @@ const observations: Observation[] = [
   { kind: 'review-decided', review: null, reviewPath: null },
   { kind: 'held-for-review' },
   { kind: 'approve-requested' },
+  { kind: 'reject-requested', reason: 'wrong supplier' },
 ];
 
 describe('lifecycle: the transition table', () => {
@@ -549,6 +550,30 @@ describe('lifecycle: the review queue', () => {
     // Approving what is not waiting changes nothing.
     for (const state of ['done', 'archived', 'failed'] as const)
       expect(decide(row(state), { kind: 'approve-requested' }, T0, policy).changes).toBeUndefined();
+  });
+
+  it('a rejected document fails from where it waits, with the reason; its review is over', () => {
+    const inReview = row('review', { review: held, review_path: '/r/review/a.pdf' });
+    const rejected = decide(
+      inReview,
+      { kind: 'reject-requested', reason: 'rejected: not ours' },
+      T0 + 3,
+      policy,
+    );
+    expect(rejected.changes).toEqual({
+      state: 'failed',
+      reason: 'rejected: not ours',
+      path: '/r/review/a.pdf',
+      finalized: 0,
+      review: null,
+      review_path: null,
+      blocked: null,
+      next_at: T0 + 3,
+    });
+    for (const state of ['done', 'archived', 'failed'] as const)
+      expect(
+        decide(row(state), { kind: 'reject-requested', reason: 'x' }, T0, policy).changes,
+      ).toBeUndefined();
   });
 });
 

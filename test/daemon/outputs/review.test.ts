@@ -139,16 +139,18 @@ describe('the review queue', () => {
           },
         ]);
 
-        // The day's review CSV: one row per held document, with its rules and reasons.
+        // The day's review CSV: one row per held document, with its rules and reasons (corrections:
+        // filled by a decision's row).
         const csvName = inReview.find((f) => /^review-\d{4}-\d{2}-\d{2}\.csv$/.test(f))!;
         const [header, ...rows] = parseCsv(await readFile(join(review, csvName), 'utf8'), ',');
-        expect(header).toEqual([...DAILY_COLUMNS, 'route', 'rules', 'reasons']);
+        expect(header).toEqual([...DAILY_COLUMNS, 'route', 'rules', 'reasons', 'corrections']);
         expect(rows).toHaveLength(5);
         const rowOf = (name: string) => rows.find((r) => r[1] === join(inbox, name))!;
         expect(rowOf('low.txt').slice(8)).toEqual([
           '',
           'minConfidence',
           'Total: confidence 0.1 is below 0.8',
+          '',
         ]);
         expect(rowOf('lines/off.txt')[8]).toBe('lines');
         expect(rowOf('verdict/risky.txt')[6]).toBe('HIGH_RISK');
