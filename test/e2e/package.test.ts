@@ -1,10 +1,26 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { lintPackage } from '../../scripts/lint-package.ts';
 import { repo } from './pack.ts';
 import { sharedPack, SHARED_N8N_WAIT_MS } from './shared.ts';
+
+/** The sections of n8n's README template for community nodes, in its order. */
+const N8N_TEMPLATE_SECTIONS = [
+  'Installation',
+  'Operations',
+  'Credentials',
+  'Compatibility',
+  'Usage',
+  'Resources',
+  'Version history',
+];
+
+/** The n8n the end-to-end tests install (scripts/n8n-install.sh's default). */
+const TESTED_N8N_VERSION = /^version=(?:\$\{\w+:-)?(\d+\.\d+\.\d+)/m.exec(
+  readFileSync(join(repo, 'scripts/n8n-install.sh'), 'utf8'),
+)![1]!;
 
 /** The run's one plain `npm pack` (test/e2e/pack.ts, made by the e2e global set-up): read-only here. */
 let packed: Awaited<ReturnType<typeof sharedPack>>;
@@ -24,6 +40,20 @@ describe('n8n-nodes-docex from a plain npm pack', () => {
     expect(wanted.length).toBe(3);
     for (const path of [...wanted, 'README.md', 'CHANGELOG.md', 'dist/package.json'])
       expect(files).toContain(path);
+  });
+
+  it("has a README that follows n8n's community-node template", () => {
+    const readme = execFileSync('tar', ['-xzOf', tarball, 'package/README.md'], { encoding: 'utf8' });
+    expect(readme.split('\n', 1)[0]).toBe('# n8n-nodes-docex');
+    expect(readme).toContain('This is an n8n community node.');
+    // The template's sections (n8n-nodes-starter, @n8n/node-cli's README.md), in its order, first.
+    const sections = readme.match(/^## .+$/gm) ?? [];
+    expect(sections.slice(0, N8N_TEMPLATE_SECTIONS.length)).toEqual(
+      N8N_TEMPLATE_SECTIONS.map((title) => `## ${title}`),
+    );
+    // Compatibility names the n8n versions the tests run on.
+    const compatibility = readme.split('## Compatibility')[1]!.split('\n## ')[0]!;
+    expect(compatibility).toContain(`n8n ${TESTED_N8N_VERSION}`);
   });
 
   it('passes n8n community rules, has no dependencies and holds only what n8n needs', async () => {

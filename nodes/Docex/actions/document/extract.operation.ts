@@ -117,7 +117,9 @@ async function itemsOf(
   }
   const items = [];
   for (const task of tasks) {
-    const { children: _children, ...result } = task;
+    // A multi-file upload's children come out as items of their own: not repeated inside this one.
+    const result = { ...task };
+    delete result.children;
     if (failed.includes(task)) {
       const error = `Extraction ${task.status}: ${describe(task, nameOf(task))}`;
       const json = simplify
