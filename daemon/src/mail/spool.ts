@@ -1,9 +1,9 @@
 /**
- * The spool folders of the mailboxes as the pipeline sees them. Apart from mail/config.ts, which the
+ * The spool folders of the mailboxes as the pipeline sees them. Apart from config/mail.ts, which the
  * daemon's config schema imports: this side needs the watch's type from that schema.
  */
-import type { ConfigSlice, WatchConfig } from '../common/config.ts';
-import { spoolFolder, targetsOf, type MailboxConfig } from './config.ts';
+import type { ConfigSlice, WatchConfig } from '../config/config.ts';
+import { spoolFolder, targetsOf, type MailboxConfig } from '../config/mail.ts';
 
 /**
  * The pipeline's view of each spool folder: a watch that is never walked (the intake records its

@@ -21,11 +21,11 @@ import {
   type ReviewRules,
   type TaskResult,
 } from '@docex/shared';
-import type { ReviewSettings, WatchConfig } from '../common/config.ts';
-import { hasReviewRules } from '../common/config.ts';
-import { routeSettings } from '../common/route-settings.ts';
+import type { ReviewSettings, WatchConfig } from '../config/config.ts';
+import { hasReviewRules } from '../config/config.ts';
+import { routeSettings } from '../config/route-settings.ts';
 import { freeTarget, inside, Reservations, tempSuffix, writeAtomic } from '../common/files.ts';
-import type { FileRow } from '../engine/lifecycle.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import {
   DailyCsv,
   dialectFor,

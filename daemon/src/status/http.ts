@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
 import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
-import { retryFailed, type RetryConfig, type RetryOutcome } from '../engine/retry.ts';
-import { approveReviewed } from '../engine/approve.ts';
+import { retryFailed, type RetryConfig, type RetryOutcome } from '../actions/retry.ts';
+import { approveReviewed } from '../actions/approve.ts';
 
 export interface HttpDeps extends StatusSource {
   /** The read model's slice, and retry's and approve's for the page's buttons. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod/v4';
-import { ConfigSchema } from '../../../daemon/src/common/config.ts';
+import { ConfigSchema } from '../../../daemon/src/config/config.ts';
 import { CONFIG_MEANINGS } from '../../../daemon/src/common/config-meanings.ts';
 import { check as checkWith, keyPath } from '../../../daemon/src/common/yaml.ts';
 import { nodeAt, phrase, type KeyMeanings } from '../../../daemon/src/common/plain-words.ts';

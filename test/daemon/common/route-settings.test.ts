@@ -1,5 +1,5 @@
 /**
- * What a route of a watch sends and applies (common/route-settings.ts): every setting it leaves out
+ * What a route of a watch sends and applies (config/route-settings.ts): every setting it leaves out
  * comes from its watch, one it sets replaces the watch's whole (review rules are not merged), and
  * its target (template_id / folder_id) is its own. One case per key of the route schema, checked
  * through what the pipeline uses (routeFor, reviewRulesFor): a key added to the schema fails the
@@ -8,9 +8,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod/v4';
-import { Route, type WatchConfig } from '../../../daemon/src/common/config.ts';
-import { routeSettings } from '../../../daemon/src/common/route-settings.ts';
-import { routeFor } from '../../../daemon/src/engine/routes.ts';
+import { Route, type WatchConfig } from '../../../daemon/src/config/config.ts';
+import { routeSettings } from '../../../daemon/src/config/route-settings.ts';
+import { routeFor } from '../../../daemon/src/domain/routes.ts';
 import { reviewRulesFor } from '../../../daemon/src/outputs/review.ts';
 import { watchIn } from '../helpers.ts';
 

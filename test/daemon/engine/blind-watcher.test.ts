@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { WatchConfig } from '../../../daemon/src/common/config.ts';
+import type { WatchConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { renderStatus, cliStatus } from '../../../daemon/src/status/report.ts';
-import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
-import { BLIND_AFTER_RESCANS, FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
+import type { Candidate, Listed } from '../../../daemon/src/intake/walk.ts';
+import { BLIND_AFTER_RESCANS, FolderWatcher } from '../../../daemon/src/intake/watcher.ts';
 import type { StatusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 

@@ -19,7 +19,7 @@ import { freePort } from '../../e2e/services.ts';
 import { call } from '../../support/http-call.ts';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { healthOf } from '../../../daemon/src/status/read-model.ts';
 import {
   calibrate,

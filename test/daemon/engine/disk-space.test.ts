@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { diskReason, diskStep, isDiskFull, type DiskSpace } from '../../../daemon/src/engine/disk-space.ts';
-import { RunState, type RunEvents } from '../../../daemon/src/engine/run-state.ts';
+import { diskReason, diskStep, isDiskFull, type DiskSpace } from '../../../daemon/src/domain/disk-space.ts';
+import { RunState, type RunEvents } from '../../../daemon/src/pipeline/run-state.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 
 const MIB = 1024 * 1024;

@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigSchema, globMatcher, type WatchConfig } from '../../../daemon/src/common/config.ts';
+import { ConfigSchema, globMatcher, type WatchConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
-import { FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
+import type { Candidate, Listed } from '../../../daemon/src/intake/walk.ts';
+import { FolderWatcher } from '../../../daemon/src/intake/watcher.ts';
 import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 
 const HOUR = 3_600_000;

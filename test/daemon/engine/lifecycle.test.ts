@@ -31,7 +31,7 @@ import {
   type FileState,
   type Observation,
   type Policy,
-} from '../../../daemon/src/engine/lifecycle.ts';
+} from '../../../daemon/src/domain/lifecycle.ts';
 
 const policy: Policy = {
   stable_ms: 2000,

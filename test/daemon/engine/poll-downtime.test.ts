@@ -1,5 +1,5 @@
 /**
- * The poll timing (daemon/src/engine/poll-timing.ts) learns nothing from time docex-sync was not
+ * The poll timing (daemon/src/domain/poll-timing.ts) learns nothing from time docex-sync was not
  * running: the daemon runs in this process against the emulator with 0.1-s extractions and
  * `poll: { interval_ms: 500 }`, and the test steers its clock instead of waiting the downtime out.
  *
@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
 
 const HOUR = 3_600_000;

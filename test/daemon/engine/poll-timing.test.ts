@@ -1,11 +1,11 @@
 /**
- * The poll timing (daemon/src/engine/poll-timing.ts) as pure functions, and its promise checked by
+ * The poll timing (daemon/src/domain/poll-timing.ts) as pure functions, and its promise checked by
  * simulation through the lifecycle itself: for any extraction time, any earlier estimate, failed and
  * duplicate tasks alike, a task gets no more polls than the fixed schedule (2 s, then ×1.5) gives it.
  * What time docex-sync was not running does to it, in the daemon: poll-downtime.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { decide, type FileRow, type Policy } from '../../../daemon/src/engine/lifecycle.ts';
+import { decide, type FileRow, type Policy } from '../../../daemon/src/domain/lifecycle.ts';
 import {
   firstPollDelayMs,
   firstPollDueMs,
@@ -14,7 +14,7 @@ import {
   observePoll,
   probeFactor,
   type ExtractionEstimate,
-} from '../../../daemon/src/engine/poll-timing.ts';
+} from '../../../daemon/src/domain/poll-timing.ts';
 
 const POLL = { interval_ms: 2000, max_interval_ms: 30_000, task_timeout_ms: 3_600_000 };
 const policy: Policy = {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { RunState, type RunEvents } from '../../../daemon/src/engine/run-state.ts';
+import { RunState, type RunEvents } from '../../../daemon/src/pipeline/run-state.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 
 describe("a paused watch's probe mark", () => {

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from 'pino';
-import type { Pipeline } from '../../../daemon/src/engine/pipeline.ts';
-import { startSummaries, summarize } from '../../../daemon/src/engine/progress.ts';
+import type { Pipeline } from '../../../daemon/src/pipeline/pipeline.ts';
+import { startSummaries, summarize } from '../../../daemon/src/jobs/progress.ts';
 import { aboveTheBar, progressBar, renderBar } from '../../../daemon/src/common/progressbar.ts';
 import type { StateDb } from '../../../daemon/src/store/state.ts';
 

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { WatchConfig } from '../../../daemon/src/common/config.ts';
+import type { WatchConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
-import { FULL_RESCAN_MS, FolderWatcher } from '../../../daemon/src/engine/watcher.ts';
+import type { Candidate, Listed } from '../../../daemon/src/intake/walk.ts';
+import { FULL_RESCAN_MS, FolderWatcher } from '../../../daemon/src/intake/watcher.ts';
 import { until, watchIn } from '../helpers.ts';
 
 /** Folders under these roots get a watcher that never reports anything (and never fails). */

@@ -7,7 +7,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
-import { checkConfig } from '../../../daemon/src/engine/preflight.ts';
+import { checkConfig } from '../../../daemon/src/app/preflight.ts';
 import { statusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { cliStatus, renderStatus } from '../../../daemon/src/status/report.ts';
 import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DocexClient } from '@docex/shared';
-import { ConfigSchema } from '../../../daemon/src/common/config.ts';
-import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
+import { ConfigSchema } from '../../../daemon/src/config/config.ts';
+import { NEVER } from '../../../daemon/src/domain/lifecycle.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { Pipeline } from '../../../daemon/src/engine/pipeline.ts';
+import { Pipeline } from '../../../daemon/src/pipeline/pipeline.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
-import type { Candidate, Listed } from '../../../daemon/src/engine/walk.ts';
+import type { Candidate, Listed } from '../../../daemon/src/intake/walk.ts';
 import { makeWorld, until, invoice, type World } from '../helpers.ts';
 
 let world: World | undefined;

@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { Scheduler } from '../../../daemon/src/engine/scheduler.ts';
+import { Scheduler } from '../../../daemon/src/pipeline/scheduler.ts';
 
 type Kind = 'upload' | 'poll';
 

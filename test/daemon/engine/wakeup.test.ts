@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { EMPTY_FILE } from '../../../daemon/src/engine/lifecycle.ts';
+import { EMPTY_FILE } from '../../../daemon/src/domain/lifecycle.ts';
 import { KV, StateDb } from '../../../daemon/src/store/state.ts';
-import { wakeOnOtherWriters } from '../../../daemon/src/engine/wakeup.ts';
+import { wakeOnOtherWriters } from '../../../daemon/src/pipeline/wakeup.ts';
 import { invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
 
 let world: World | undefined;

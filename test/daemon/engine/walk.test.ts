@@ -1,5 +1,5 @@
 /**
- * The walk's two shortcuts for large scans (daemon/src/engine/walk.ts) give exactly what the plain
+ * The walk's two shortcuts for large scans (daemon/src/intake/walk.ts) give exactly what the plain
  * way gives: a file in a folder the walk entered is tested by its own name only
  * (isIgnoredInFolder, against isIgnored on the whole path), and a local watch stats files on the
  * event loop (lookInline, against the async lstat a polling watch uses), falling back to the async
@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isExcluded, isIgnored, isIgnoredInFolder } from '../../../daemon/src/common/files.ts';
+import { isExcluded, isIgnored, isIgnoredInFolder } from '../../../daemon/src/intake/selection.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { SlowCalls, Walker, type Listed } from '../../../daemon/src/engine/walk.ts';
+import { SlowCalls, Walker, type Listed } from '../../../daemon/src/intake/walk.ts';
 import { watchIn } from '../helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];

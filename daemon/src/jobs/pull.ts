@@ -6,17 +6,19 @@
  * before the cursor, so nothing at the boundary is missed.
  */
 import { changesSince, type ChangeCursor } from '@docex/shared';
-import { ConfigError, type ConfigSlice } from '../common/config.ts';
+import { ConfigError, type ConfigSlice } from '../config/config.ts';
 import { inside, writeAtomic } from '../common/files.ts';
-import type { PipelineDeps } from '../engine/pipeline.ts';
+import type { PipelineDeps } from '../pipeline/pipeline.ts';
 import { KV } from '../store/state.ts';
 
 const CURSOR = KV.pullCursor;
 const SEEN = KV.pullSeen;
 
 /** What a pull needs: the pipeline's store, client and log, and the config's pull section. */
-export type PullDeps = Pick<PipelineDeps, 'db' | 'client' | 'log' | 'metrics' | 'now'> & {
+export type PullDeps = Pick<PipelineDeps, 'db' | 'client' | 'log' | 'now'> & {
   config: ConfigSlice<'pull'>;
+  /** Counts the documents written (status/metrics.ts gives a Prometheus counter). */
+  metrics?: { pulls: { inc(value?: number): void } };
 };
 
 interface PullOptions {

@@ -10,7 +10,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { describe } from './lifecycle.ts';
+import { describe } from '../domain/lifecycle.ts';
 
 export interface SchedulerDeps {
   /** The steady clock due times are on. */

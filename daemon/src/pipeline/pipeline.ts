@@ -18,7 +18,7 @@ import {
   type DocumentData,
   type TaskResult,
 } from '@docex/shared';
-import type { ApiSettings, ConfigSlice, WatchConfig } from '../common/config.ts';
+import type { ApiSettings, ConfigSlice, WatchConfig } from '../config/config.ts';
 import { freeTarget, moveInto, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
 import {
   decide,
@@ -32,12 +32,11 @@ import {
   type SameBytes,
   NEVER,
   reviewStepOf,
-} from './lifecycle.ts';
+} from '../domain/lifecycle.ts';
 import { allWatches } from '../mail/spool.ts';
-import type { Metrics } from '../status/metrics.ts';
 import { resultBase, ResultWriter, type ResultTarget } from '../outputs/results.ts';
 import { ReviewQueue } from '../outputs/review.ts';
-import { routeFor, type Routed } from './routes.ts';
+import { routeFor, type Routed } from '../domain/routes.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { KnownFile, StateDb } from '../store/state.ts';
 import {
@@ -46,14 +45,29 @@ import {
   NO_ESTIMATE,
   observePoll,
   type ExtractionEstimate,
-} from './poll-timing.ts';
-import type { Candidate, Listed } from './walk.ts';
+} from '../domain/poll-timing.ts';
+import type { Candidate, Listed } from '../intake/walk.ts';
 import { RunState, type RunEvents } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
-import { DISK_RECHECK_MS } from './disk-space.ts';
-import { stateDbSpace, type StateDbRoomConfig } from '../common/disk.ts';
+import { DISK_RECHECK_MS } from '../domain/disk-space.ts';
+import { stateDbSpace, type StateDbRoomConfig } from '../store/room.ts';
 import { crashPoint } from '../common/crash-point.ts';
 
+/** A count that only goes up (a Prometheus counter: status/metrics.ts gives these). */
+interface Tally {
+  inc(value?: number): void;
+}
+interface LabelledTally {
+  inc(labels: Record<string, string>, value?: number): void;
+}
+/** What the pipeline counts; the pipeline names the shape, the status layer implements it. */
+export interface PipelineMetrics {
+  discovered: Tally;
+  uploads: Tally;
+  failed: Tally;
+  processed: LabelledTally;
+  apiErrors: LabelledTally;
+}
 /**
  * What the pipeline reads of the config: the watches and the mailboxes' spool folders it carries
  * files through, how it polls and uploads, and how many uploads at once.
@@ -68,7 +82,7 @@ export interface PipelineDeps {
   client: DocexClient;
   config: PipelineConfig;
   log: Logger;
-  metrics?: Metrics;
+  metrics?: PipelineMetrics;
   now?: () => number;
   /** Writes results (keeps the template cache and the daily CSVs); one per process. */
   results?: ResultWriter;

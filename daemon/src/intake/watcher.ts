@@ -21,7 +21,7 @@ import { watch as watchFolder, type FSWatcher, type Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { basename, join, sep } from 'node:path';
 import type { Logger } from 'pino';
-import type { WatchConfig } from '../common/config.ts';
+import type { WatchConfig } from '../config/config.ts';
 import { FolderMemoryOfWatch } from './folder-memory.ts';
 import { Walker, type Candidate, type FolderMemory, type Listed } from './walk.ts';
 

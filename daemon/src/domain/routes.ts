@@ -2,10 +2,10 @@
  * Routing by subfolder: which template or folder (and metadata) a file is sent with, from the
  * subfolder it was dropped into. First match wins; a file no route maps is held, never sent with
  * a guessed template. A route sends what it sets, and its watch's metadata when it sets none
- * (common/route-settings.ts).
+ * (config/route-settings.ts).
  */
-import { globMatcher, type WatchConfig } from '../common/config.ts';
-import { routeSettings } from '../common/route-settings.ts';
+import { globMatcher, type WatchConfig } from '../config/config.ts';
+import { routeSettings } from '../config/route-settings.ts';
 
 /** Where a file is sent: `route` names the route (null: the watch's own template or folder). */
 export interface Routed {

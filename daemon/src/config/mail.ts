@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { z } from 'zod/v4';
-import { resultSettings } from '../outputs/result-settings.ts';
+import { resultSettings } from './result-settings.ts';
 
 const positiveInt = z.number().int().positive();
 

@@ -8,8 +8,9 @@ import { lstatSync, type Dirent, type Stats } from 'node:fs';
 import { lstat, readdir, rename } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Logger } from 'pino';
-import type { WatchConfig } from '../common/config.ts';
-import { freeTarget, isExcluded, isIgnored, isIgnoredInFolder } from '../common/files.ts';
+import type { WatchConfig } from '../config/config.ts';
+import { freeTarget } from '../common/files.ts';
+import { isExcluded, isIgnored, isIgnoredInFolder } from './selection.ts';
 
 /** lstat calls in flight at once during a walk (libuv runs 4 at a time; a few more keep it busy). */
 const STAT_BATCH = 64;

@@ -22,9 +22,9 @@ import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import { safeFileName } from '@docex/shared';
 import type { Logger } from 'pino';
-import type { ConfigSlice, WatchConfig } from '../common/config.ts';
+import type { ConfigSlice, WatchConfig } from '../config/config.ts';
 import { inside } from '../common/files.ts';
-import type { FileRow } from './lifecycle.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import { parseCsv, readResultJson, resultBase } from '../outputs/results.ts';
 import { StateDb, type PruneKind, type PrunedFile } from '../store/state.ts';
 

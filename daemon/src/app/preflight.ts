@@ -9,7 +9,7 @@ import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, HINTS, type DocexClient } from '@docex/shared';
 import { syncTerms } from '../common/api-config.ts';
-import type { ConfigSlice } from '../common/config.ts';
+import type { ConfigSlice } from '../config/config.ts';
 import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
 
 export interface CheckReport {

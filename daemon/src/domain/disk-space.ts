@@ -2,7 +2,7 @@
  * Room for the state DB, as pure decisions: whether work pauses (free space of the state DB's
  * filesystem below `state_db_min_free_mb`, or a write that failed for lack of space), when it
  * resumes, and what status and the log say. The shell (run-state.ts, status/read-model.ts) measures
- * the free space (common/disk.ts) and carries the decisions out.
+ * the free space (store/room.ts) and carries the decisions out.
  */
 
 /** Free space of the filesystem holding the state DB, as measured. */

@@ -1,8 +1,8 @@
 /** Free space of the filesystem a file is on (one statfs: cheap enough before every scheduler pump). */
 import { existsSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { DiskSpace } from '../engine/disk-space.ts';
-import type { ConfigSlice } from './config.ts';
+import type { DiskSpace } from '../domain/disk-space.ts';
+import type { ConfigSlice } from '../config/config.ts';
 
 /** What the room check reads of the config: where the state DB is, and how much room it needs. */
 export type StateDbRoomConfig = ConfigSlice<'state_db' | 'state_db_min_free_mb'>;

@@ -9,8 +9,8 @@
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { StateDb } from '../store/state.ts';
-import { describe, type Effect, type FileRow } from './lifecycle.ts';
-import { diskReason, diskStep, isDiskFull, type DiskPause, type DiskSpace } from './disk-space.ts';
+import { describe, type Effect, type FileRow } from '../domain/lifecycle.ts';
+import { diskReason, diskStep, isDiskFull, type DiskPause, type DiskSpace } from '../domain/disk-space.ts';
 
 /** The run-level events (part of the pipeline's). */
 export interface RunEvents {

@@ -6,7 +6,7 @@
  * move the same files at once; a daemon that is not running moves them when it next starts.
  */
 import { allWatches } from '../mail/spool.ts';
-import { decide } from './lifecycle.ts';
+import { decide } from '../domain/lifecycle.ts';
 import { policyOf, type RetryDeps } from './retry.ts';
 
 export interface ApproveOutcome {

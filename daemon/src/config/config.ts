@@ -1,14 +1,14 @@
 /** docex-sync's YAML config, validated with zod: a mistake names the file, the key and what is expected. */
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import picomatch from 'picomatch';
 import { z } from 'zod/v4';
-import { resultSettings } from '../outputs/result-settings.ts';
-import { CONFIG_MEANINGS } from './config-meanings.ts';
-import { cronProblem } from './cron.ts';
-import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
-import { ApiSection, positiveInt } from './api-config.ts';
-import { invalidFile, readYamlFile } from './yaml.ts';
-import { parseNamePattern } from './names.ts';
+import { resultSettings } from './result-settings.ts';
+import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
+import { cronProblem } from '../common/cron.ts';
+import { MailboxSection, mailboxProblems, resolveMailboxes } from './mail.ts';
+import { ApiSection, positiveInt } from '../common/api-config.ts';
+import { invalidFile, readYamlFile } from '../common/yaml.ts';
+import { parseNamePattern } from '../common/names.ts';
+import { globMatcher } from '../common/glob.ts';
 
 /** Checked when the config is read (common/cron.ts), so `run` never meets a schedule it cannot keep. */
 const cron = z.string().check((ctx) => {
@@ -134,7 +134,7 @@ const WatchFolder = z.strictObject({
   polling_interval_ms: z.number().int().min(100).default(1000),
   rescan_interval_ms: z.number().int().min(1000).default(60_000),
   /**
-   * How often a rescan reads every folder (default an hour, engine/watcher.ts): the other rescans
+   * How often a rescan reads every folder (default an hour, intake/watcher.ts): the other rescans
    * read only the folders that changed. Optional in the type so watches made in code need not say.
    */
   full_rescan_interval_ms: z.number().int().min(1000).optional(),
@@ -264,7 +264,7 @@ export const ConfigSchema = z.strictObject({
 });
 
 /**
- * The whole config: only the wiring holds it (engine/daemon.ts, commands/); every other module gets
+ * The whole config: only the wiring holds it (app/daemon.ts, commands/); every other module gets
  * its slice, one of the section types below or `ConfigSlice<'watch' | 'mailboxes'>` for a few
  * sections. ESLint refuses `Config` elsewhere (eslint.config.js, test/lint/config-slices.test.ts).
  */
@@ -275,10 +275,17 @@ export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 export type NotifyConfig = NonNullable<Config['notify']>;
 
-export { ConfigError } from './errors.ts';
-export { ApiSection, apiKeyFrom, baseUrlFrom, connectionFrom, type ApiSettings } from './api-config.ts';
+export { ConfigError } from '../common/errors.ts';
+export {
+  ApiSection,
+  apiKeyFrom,
+  baseUrlFrom,
+  connectionFrom,
+  type ApiSettings,
+} from '../common/api-config.ts';
 
-export { keysAt } from './yaml.ts';
+export { keysAt } from '../common/yaml.ts';
+export { globMatcher, nameRegExp } from '../common/glob.ts';
 
 const isInside = (parent: string, child: string) => {
   const rel = relative(parent, child);
@@ -373,23 +380,4 @@ export function hasReviewRules(review: ReviewSettings | undefined): review is Re
     review.fraud?.max_score !== undefined ||
     review.line_total !== undefined
   );
-}
-
-/** One reading of a glob everywhere (globMatcher, nameRegExp): they must never differ. */
-const GLOB_OPTIONS = { nocase: true, dot: true, windows: false };
-
-/**
- * A glob as a test of a '/'-separated path relative to the watched folder (picomatch, case-insensitive,
- * dot files included): `*` within a name, `**` across folders, `?` one character, `[abc]`, `{a,b}`.
- * A pattern without '/' is matched against the last part of the path (a name anywhere in the tree).
- */
-export function globMatcher(glob: string): (unixRel: string) => boolean {
-  const test = picomatch(glob, GLOB_OPTIONS);
-  if (glob.includes('/')) return test;
-  return (unixRel) => test(unixRel.slice(unixRel.lastIndexOf('/') + 1));
-}
-
-/** A glob for one name (no '/') as the regular expression globMatcher tests it with. */
-export function nameRegExp(glob: string): RegExp {
-  return picomatch.makeRe(glob, GLOB_OPTIONS);
 }

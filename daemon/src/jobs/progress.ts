@@ -5,7 +5,7 @@
  * nothing.
  */
 import type { Logger } from 'pino';
-import type { Pipeline } from './pipeline.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
 import type { StateDb } from '../store/state.ts';
 
 export interface Summary {

@@ -7,10 +7,10 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
-import type { ConfigSlice, RerunConfig, WatchConfig } from '../common/config.ts';
-import type { Notifier } from './notify.ts';
+import type { ConfigSlice, RerunConfig, WatchConfig } from '../config/config.ts';
+import type { Notifier } from '../outputs/notify.ts';
 import { allWatches } from '../mail/spool.ts';
-import { jsonResultPath, readResultJson, ResultWriter } from './results.ts';
+import { jsonResultPath, readResultJson, ResultWriter } from '../outputs/results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
 
 export interface RefreshOutcome {

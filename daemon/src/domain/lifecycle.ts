@@ -155,7 +155,7 @@ export type Observation =
   /**
    * An uploaded row is due: its task is polled, or its document's data read (a reused document
    * has no task). `firstPollMs`: how long after the upload a task not yet polled is polled first
-   * (engine/poll-timing.ts, from what its watch's tasks took so far).
+   * (domain/poll-timing.ts, from what its watch's tasks took so far).
    */
   | { kind: 'poll-due'; firstPollMs: number }
   /** The file's size and mtime as seen now (during the stability wait or just before upload). */
@@ -164,7 +164,7 @@ export type Observation =
   /** The file's hash, with size and mtime unchanged from before to after hashing. */
   | { kind: 'hashed'; sha256: string; size: number; mtimeMs: number }
   | { kind: 'upload-starting' }
-  /** firstPollMs: when to poll the task first, after this answer (engine/poll-timing.ts); default poll.interval_ms. */
+  /** firstPollMs: when to poll the task first, after this answer (domain/poll-timing.ts); default poll.interval_ms. */
   | { kind: 'upload-answered'; taskId: string; firstPollMs?: number }
   | { kind: 'upload-failed'; error: unknown }
   | { kind: 'task'; result: TaskResult }
