@@ -5,7 +5,7 @@
  * (outputs/review.ts, release). Only the DB changes here, so a page, a shell and the daemon never
  * move the same files at once; a daemon that is not running moves them when it next starts.
  */
-import { allWatches } from '../mail/spool.ts';
+import { allWatches } from '../intake/sources.ts';
 import { decide } from '../domain/lifecycle.ts';
 import { policyOf, type RetryDeps } from './retry.ts';
 

@@ -7,7 +7,7 @@ import { copyFile, rename, rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
 import type { ConfigSlice, WatchConfig } from '../config/config.ts';
 import { freeTarget } from '../common/files.ts';
-import { allWatches } from '../mail/spool.ts';
+import { allWatches } from '../intake/sources.ts';
 import { decide, NEVER, type Policy } from '../domain/lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
 

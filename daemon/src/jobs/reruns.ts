@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import type { ConfigSlice, RerunConfig, WatchConfig } from '../config/config.ts';
 import type { Notifier } from '../outputs/notify.ts';
-import { allWatches } from '../mail/spool.ts';
+import { allWatches } from '../intake/sources.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from '../outputs/results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
 

@@ -33,7 +33,7 @@ import {
   NEVER,
   reviewStepOf,
 } from '../domain/lifecycle.ts';
-import { allWatches } from '../mail/spool.ts';
+import { allWatches } from '../intake/sources.ts';
 import { resultBase, ResultWriter, type ResultTarget } from '../outputs/results.ts';
 import { ReviewQueue } from '../outputs/review.ts';
 import { routeFor, type Routed } from '../domain/routes.ts';
