@@ -91,6 +91,6 @@ describe('the wiring may hold the whole Config', () => {
 
   test('and tests may', async () => {
     const code = `import type { Config } from '../../../daemon/src/config/config.ts';\nexport type C = Config;\n`;
-    expect(await wholeConfig('test/daemon/engine/probe.test.ts', code)).toEqual([]);
+    expect(await wholeConfig('test/daemon/pipeline/probe.test.ts', code)).toEqual([]);
   });
 });

@@ -75,7 +75,7 @@ export type ReviewSettings = z.output<typeof ReviewSection>;
 /**
  * A subfolder of a watch sent with its own template or folder, and whatever else it sets instead of
  * its watch. A key added here says in routeSettings (route-settings.ts) whether the watch's setting
- * applies when the route leaves it out (test/daemon/common/route-settings.test.ts fails until then).
+ * applies when the route leaves it out (test/daemon/config/route-settings.test.ts fails until then).
  */
 export const Route = z.strictObject({
   /** A subfolder's name (anywhere below the watched folder) or a glob of its path from there. */
