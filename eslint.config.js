@@ -18,11 +18,11 @@ const intoSharedByPath = {
 
 /**
  * docex-sync's whole config (`Config`, and `ConfigSchema` and `loadConfig`, which give it) is held by
- * the wiring only; every other daemon module imports the slice it reads from common/config.ts
+ * the wiring only; every other daemon module imports the slice it reads from config/config.ts
  * (docs/architecture.md, "The daemon package"). Paths are resolved, so `./config.ts` in common/
- * counts and mail/config.ts does not; `import * as` and `import('...').Config` count too.
+ * counts and config/mail.ts does not; `import * as` and `import('...').Config` count too.
  */
-const CONFIG_MODULE = resolve(import.meta.dirname, 'daemon/src/common/config.ts');
+const CONFIG_MODULE = resolve(import.meta.dirname, 'daemon/src/config/config.ts');
 const WHOLE_CONFIG = new Set(['Config', 'ConfigSchema', 'loadConfig']);
 const wholeConfigRule = {
   meta: {
@@ -30,9 +30,9 @@ const wholeConfigRule = {
     schema: [],
     messages: {
       named:
-        "'{{name}}' is the whole docex-sync config: only engine/daemon.ts and commands/ hold it; give this module its slice (WatchConfig, ConfigSlice<'watch' | ...>, ... from common/config.ts)",
+        "'{{name}}' is the whole docex-sync config: only app/daemon.ts and commands/ hold it; give this module its slice (WatchConfig, ConfigSlice<'watch' | ...>, ... from config/config.ts)",
       namespace:
-        'a namespace of common/config.ts reaches the whole docex-sync config: import the slice types by name (WatchConfig, ConfigSlice<...>)',
+        'a namespace of config/config.ts reaches the whole docex-sync config: import the slice types by name (WatchConfig, ConfigSlice<...>)',
     },
   },
   create(context) {
@@ -130,7 +130,7 @@ export default tseslint.config(
   {
     // Each daemon module gets its slice of the config; only the wiring holds the whole of it.
     files: ['daemon/src/**/*.ts'],
-    ignores: ['daemon/src/common/config.ts', 'daemon/src/engine/daemon.ts', 'daemon/src/commands/**'],
+    ignores: ['daemon/src/config/config.ts', 'daemon/src/app/daemon.ts', 'daemon/src/commands/**'],
     plugins: { docex: { rules: { 'whole-config': wholeConfigRule } } },
     rules: { 'docex/whole-config': 'error' },
   },

@@ -157,8 +157,8 @@ async function writeDurably(path: string, data: string) {
 }
 
 async function daemon(dir: string, url: string) {
-  const { loadConfig } = await import('../daemon/src/common/config.ts');
-  const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
+  const { loadConfig } = await import('../daemon/src/config/config.ts');
+  const { startDaemon } = await import('../daemon/src/app/daemon.ts');
   const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const configFile = join(dir, 'docex-sync.yaml');

@@ -20,9 +20,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createNodeClient } from '@docex/shared/node';
 import { startEmulator } from '../emulator/index.ts';
-import { loadConfig } from '../daemon/src/common/config.ts';
+import { loadConfig } from '../daemon/src/config/config.ts';
 import { createLogger } from '../daemon/src/common/logging.ts';
-import { startDaemon } from '../daemon/src/engine/daemon.ts';
+import { startDaemon } from '../daemon/src/app/daemon.ts';
 import { templateWithField } from '../test/support/templates.ts';
 import type { BenchRow } from './run.ts';
 

@@ -85,7 +85,7 @@ async function idleCpu(): Promise<Pick<CaseResult, 'idleCpuPercent' | 'idleCpuSe
 }
 
 async function daemonConfig(dir: string, tree: string, extra: string[] = []) {
-  const { loadConfig } = await import('../daemon/src/common/config.ts');
+  const { loadConfig } = await import('../daemon/src/config/config.ts');
   const file = join(dir, 'docex-sync.yaml');
   await writeFile(
     file,
@@ -110,14 +110,14 @@ async function daemonConfig(dir: string, tree: string, extra: string[] = []) {
 
 const loadModules = () =>
   Promise.all([
-    import('../daemon/src/engine/daemon.ts'),
+    import('../daemon/src/app/daemon.ts'),
     import('../daemon/src/common/logging.ts'),
     import('@docex/shared/node'),
-    import('../daemon/src/common/config.ts'),
+    import('../daemon/src/config/config.ts'),
   ]);
 
 async function startSync(dir: string, tree: string, extra: string[] = [], level = 'info') {
-  const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
+  const { startDaemon } = await import('../daemon/src/app/daemon.ts');
   const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const config = await daemonConfig(dir, tree, extra);
@@ -186,7 +186,7 @@ const cases = {
   },
   async rested(dir: string): Promise<CaseResult> {
     const { StateDb } = await import('../daemon/src/store/state.ts');
-    const { NEVER } = await import('../daemon/src/engine/lifecycle.ts');
+    const { NEVER } = await import('../daemon/src/domain/lifecycle.ts');
     const empty = join(dir, 'empty-inbox');
     mkdirSync(empty);
     const config = await daemonConfig(dir, empty);
@@ -213,7 +213,7 @@ const cases = {
   },
   /** The files kept in place after processing (`on_success: keep`): archived rows that name them. */
   async kept(dir: string, tree: string): Promise<CaseResult> {
-    const { NEVER } = await import('../daemon/src/engine/lifecycle.ts');
+    const { NEVER } = await import('../daemon/src/domain/lifecycle.ts');
     await loadModules();
     const keep = ['on_success: keep'];
     // Recorded by a start-up scan (real size, mtime and inode), then brought to rest as processing

@@ -55,8 +55,8 @@ type FromChild = { kind: 'sample'; sample: Omit<Sample, 't'> } | { kind: 'snapsh
 
 /** The child: docex-sync on the config file it is given, reporting samples until told to stop. */
 async function child(configFile: string) {
-  const { loadConfig } = await import('../daemon/src/common/config.ts');
-  const { startDaemon } = await import('../daemon/src/engine/daemon.ts');
+  const { loadConfig } = await import('../daemon/src/config/config.ts');
+  const { startDaemon } = await import('../daemon/src/app/daemon.ts');
   const { createLogger } = await import('../daemon/src/common/logging.ts');
   const { createNodeClient } = await import('@docex/shared/node');
   const config = loadConfig(configFile);

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmulator } from '../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
-import { loadConfig } from '../daemon/src/common/config.ts';
-import { startDaemon } from '../daemon/src/engine/daemon.ts';
+import { loadConfig } from '../daemon/src/config/config.ts';
+import { startDaemon } from '../daemon/src/app/daemon.ts';
 import { createLogger } from '../daemon/src/common/logging.ts';
 
 const samples = fileURLToPath(new URL('../examples/samples', import.meta.url));
@@ -99,7 +99,9 @@ try {
   console.log(`\nResults (JSON, and CSV for fields and line items): ${join(work, 'results')}`);
   console.log(`Originals moved to:                                ${join(work, 'processed')}`);
   console.log(`State DB:                                          ${join(work, 'state')}`);
-  console.log(`See it with:  bash scripts/run.sh node daemon/src/commands/docex-sync.ts status --config ${config}`);
+  console.log(
+    `See it with:  bash scripts/run.sh node daemon/src/commands/docex-sync.ts status --config ${config}`,
+  );
 } finally {
   await emulator.stop();
 }

@@ -10,8 +10,8 @@ import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulat
 import type { DocexClient } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
 import { invoiceTemplate } from '../support/templates.ts';
-import { ConfigSchema, loadConfig, type Config, type WatchConfig } from '../../daemon/src/common/config.ts';
-import { startDaemon, type RunningDaemon, type StartOptions } from '../../daemon/src/engine/daemon.ts';
+import { ConfigSchema, loadConfig, type Config, type WatchConfig } from '../../daemon/src/config/config.ts';
+import { startDaemon, type RunningDaemon, type StartOptions } from '../../daemon/src/app/daemon.ts';
 import { createLogger } from '../../daemon/src/common/logging.ts';
 import { main as syncMain } from '../../daemon/src/commands/docex-sync.ts';
 import type { SyncIo } from '../../daemon/src/commands/io.ts';

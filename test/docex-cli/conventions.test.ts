@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actionsOf, RESOURCE_COMMANDS, HELP_WIDTH, wrap } from '../../daemon/src/docex-cli/commands.ts';
-import { ConfigError } from '../../daemon/src/common/config.ts';
+import { ConfigError } from '../../daemon/src/common/errors.ts';
 import { SetupSchema } from '../../daemon/src/docex-cli/setup/model.ts';
 import { formatPlan, type Plan } from '../../daemon/src/docex-cli/setup/plan.ts';
 import { parseYaml } from '../../daemon/src/common/yaml.ts';

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../daemon/src/common/config.ts';
+import { ConfigError } from '../../daemon/src/common/errors.ts';
 import {
   checkSetup,
   SetupSchema,

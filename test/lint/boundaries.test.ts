@@ -96,7 +96,7 @@ describe('SQL stays in the daemon store (daemon/src/store/)', () => {
   const transaction = `export const run = (db: { transaction(f: () => void): () => void }) => db.transaction(() => {})();\n`;
   const regexp = `export const m = /a/.exec('a');\n`;
 
-  test.each(['daemon/src/status/probe.ts', 'daemon/src/outputs/probe.ts', 'daemon/src/engine/probe.ts'])(
+  test.each(['daemon/src/status/probe.ts', 'daemon/src/outputs/probe.ts', 'daemon/src/pipeline/probe.ts'])(
     '%s may not prepare statements, run transactions or import better-sqlite3',
     async (file) => {
       expect((await sqlFindings(file, statement)).join()).toMatch(/SQL belongs in daemon\/src\/store/);

@@ -14,20 +14,22 @@ async function wholeConfig(filePath: string, code: string): Promise<string[]> {
   return result!.messages.filter((m) => m.ruleId === 'docex/whole-config').map((m) => m.message);
 }
 
-const fromCommon = (file: string) =>
-  file.startsWith('daemon/src/common/') ? './config.ts' : '../common/config.ts';
+const fromConfig = (file: string) =>
+  file.startsWith('daemon/src/config/') ? './config.ts' : '../config/config.ts';
 
 const WHOLE = /whole docex-sync config/;
 
 describe.each([
-  'daemon/src/engine/probe.ts',
+  'daemon/src/pipeline/probe.ts',
+  'daemon/src/jobs/probe.ts',
+  'daemon/src/actions/probe.ts',
   'daemon/src/status/probe.ts',
   'daemon/src/outputs/probe.ts',
   'daemon/src/mail/probe.ts',
   'daemon/src/store/probe.ts',
-  'daemon/src/common/probe.ts',
+  'daemon/src/config/probe.ts',
 ])('a library module (%s)', (file) => {
-  const config = fromCommon(file);
+  const config = fromConfig(file);
 
   test('may import the slice types and the helpers', async () => {
     const code = `import { globMatcher, ConfigError, type ConfigSlice, type WatchConfig, type NotifyConfig } from '${config}';\nexport type S = ConfigSlice<'watch'> & WatchConfig & NotifyConfig;\nexport { globMatcher, ConfigError };\n`;
@@ -57,38 +59,38 @@ describe.each([
     ['the module type', `export type M = typeof import('%s');\n`],
   ])('may not reach it through %s', async (_what, template) => {
     expect((await wholeConfig(file, template.replace('%s', config))).join()).toMatch(
-      /namespace of common\/config\.ts reaches the whole docex-sync config/,
+      /namespace of config\/config\.ts reaches the whole docex-sync config/,
     );
   });
 });
 
 describe('paths are resolved', () => {
-  test("mail/config.ts (the mailboxes' section) is not the daemon's config", async () => {
+  test("config/mail.ts (the mailboxes' section) is not the daemon's config", async () => {
     expect(
       await wholeConfig(
         'daemon/src/mail/probe.ts',
-        `import type { Config } from './config.ts';\nexport type C = Config;\n`,
+        `import type { Config } from '../config/mail.ts';\nexport type C = Config;\n`,
       ),
     ).toEqual([]);
   });
 
-  test('common/config.ts reached by a longer way still is', async () => {
-    const code = `import type { Config } from '../../src/common/config.ts';\nexport type C = Config;\n`;
+  test('config/config.ts reached by a longer way still is', async () => {
+    const code = `import type { Config } from '../../src/config/config.ts';\nexport type C = Config;\n`;
     expect((await wholeConfig('daemon/src/status/probe.ts', code)).join()).toMatch(WHOLE);
   });
 });
 
 describe('the wiring may hold the whole Config', () => {
-  test.each(['daemon/src/engine/daemon.ts', 'daemon/src/commands/run.ts', 'daemon/src/commands/probe.ts'])(
+  test.each(['daemon/src/app/daemon.ts', 'daemon/src/commands/run.ts', 'daemon/src/commands/probe.ts'])(
     '%s',
     async (file) => {
-      const code = `import { loadConfig, type Config } from '../common/config.ts';\nexport const load: (file: string) => Config = loadConfig;\n`;
+      const code = `import { loadConfig, type Config } from '../config/config.ts';\nexport const load: (file: string) => Config = loadConfig;\n`;
       expect(await wholeConfig(file, code)).toEqual([]);
     },
   );
 
   test('and tests may', async () => {
-    const code = `import type { Config } from '../../../daemon/src/common/config.ts';\nexport type C = Config;\n`;
-    expect(await wholeConfig('test/daemon/engine/probe.test.ts', code)).toEqual([]);
+    const code = `import type { Config } from '../../../daemon/src/config/config.ts';\nexport type C = Config;\n`;
+    expect(await wholeConfig('test/daemon/pipeline/probe.test.ts', code)).toEqual([]);
   });
 });

@@ -35,7 +35,7 @@ A name that names no file waiting for review is an error (exit 2); the others ar
       import('./named-files.ts'),
       import('node:path'),
       import('../store/state.ts'),
-      import('../engine/approve.ts'),
+      import('../actions/approve.ts'),
     ]);
     const { config, out } = open(options, io);
     // A name that names nothing waiting is a mistake to say (exit 2), not a silent no-op; the

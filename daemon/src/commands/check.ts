@@ -12,8 +12,8 @@ template_id / folder_id exists for it. One line per problem; exit 2 (3: key refu
   async run(options, io) {
     const [{ open }, { baseUrlFrom }, { checkConfig }] = await Promise.all([
       import('./context.ts'),
-      import('../common/config.ts'),
-      import('../engine/preflight.ts'),
+      import('../config/config.ts'),
+      import('../app/preflight.ts'),
     ]);
     const ctx = open(options, io);
     const { config, configFile } = ctx;

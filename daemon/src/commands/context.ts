@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isOn, type Options } from '../common/args.ts';
 import { syncTerms } from '../common/api-config.ts';
-import { apiKeyFrom, baseUrlFrom, connectionFrom, loadConfig, type Config } from '../common/config.ts';
+import { apiKeyFrom, baseUrlFrom, connectionFrom, loadConfig, type Config } from '../config/config.ts';
 import { createLogger } from '../common/logging.ts';
 import { configFileOf, type SyncIo } from './io.ts';
 

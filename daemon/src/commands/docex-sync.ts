@@ -53,7 +53,7 @@ export const PROGRAM: Program<SyncIo> = {
       import('../common/exit.ts'),
       import('../common/failure-hints.ts'),
       import('../common/api-config.ts'),
-      import('../common/config.ts'),
+      import('../config/config.ts'),
     ]);
     // A refused key or an address where no service answers: what to do, in docex-sync's terms.
     const hinted = withHint(message, error, () => {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
 import { text, type Options } from '../common/args.ts';
 import type { Io } from '../common/command.ts';
-import type { Config } from '../common/config.ts';
+import type { Config } from '../config/config.ts';
 import { UsageError } from '../common/errors.ts';
 
 export interface Signals {

@@ -5,7 +5,7 @@
  * given must name a row: those that name none come back in `unmatched`.
  */
 import { basename, sep } from 'node:path';
-import { globMatcher } from '../common/config.ts';
+import { globMatcher } from '../config/config.ts';
 
 export interface NamedRow {
   id: number;

@@ -14,10 +14,7 @@ A file waiting for review is never deleted.`,
   flags: [{ name: 'dry-run', help: 'print each file it would delete and the bytes; delete nothing' }],
   async run(options, io) {
     // The work is imported here, not at the top: `prune --help` loads this file.
-    const [{ open }, { prune }] = await Promise.all([
-      import('./context.ts'),
-      import('../engine/retention.ts'),
-    ]);
+    const [{ open }, { prune }] = await Promise.all([import('./context.ts'), import('../jobs/retention.ts')]);
     const { config, out } = open(options, io);
     const report = await prune(config, { dryRun: isOn(options, 'dry-run'), out, now: io.now });
     return report.entries.some((e) => e.outcome === 'error') ? EXIT.failure : EXIT.ok;

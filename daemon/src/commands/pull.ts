@@ -13,7 +13,7 @@ export const command: Command<SyncIo> = {
     const [{ open }, { StateDb }, { pullOnce }, { progressBar }] = await Promise.all([
       import('./context.ts'),
       import('../store/state.ts'),
-      import('../outputs/pull.ts'),
+      import('../jobs/pull.ts'),
       import('../common/progressbar.ts'),
     ]);
     const ctx = open(options, io);

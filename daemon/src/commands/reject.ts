@@ -42,7 +42,7 @@ review is an error (exit 2); the others are still rejected. docex-sync retry tak
       import('./named-files.ts'),
       import('node:path'),
       import('../store/state.ts'),
-      import('../engine/reject.ts'),
+      import('../actions/reject.ts'),
     ]);
     const { config, out } = open(options, io);
     const unknown = (missing: string[]) => {

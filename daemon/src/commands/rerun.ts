@@ -67,7 +67,7 @@ The service decides which documents are eligible; --override reruns documents it
       import('./context.ts'),
       import('../store/state.ts'),
       import('../outputs/notify.ts'),
-      import('../outputs/reruns.ts'),
+      import('../jobs/reruns.ts'),
       import('../common/progressbar.ts'),
     ]);
     const ctx = open(options, io);

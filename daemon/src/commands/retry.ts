@@ -25,7 +25,7 @@ A name that names no failed file is an error (exit 2); the others are still retr
         import('node:fs'),
         import('./named-files.ts'),
         import('../store/state.ts'),
-        import('../engine/retry.ts'),
+        import('../actions/retry.ts'),
       ]);
     const { config, out } = open(options, io);
     // A name that names no failed file is a mistake to say (exit 2), not a silent no-op; the

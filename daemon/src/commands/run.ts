@@ -6,8 +6,8 @@
 import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
 import type { Command } from '../common/command.ts';
-import type { Config, ConfigError } from '../common/config.ts';
-import type { RunningDaemon, StartOptions } from '../engine/daemon.ts';
+import type { Config, ConfigError } from '../config/config.ts';
+import type { RunningDaemon, StartOptions } from '../app/daemon.ts';
 import type { Context } from './context.ts';
 import type { Signals, SyncIo } from './io.ts';
 
@@ -37,13 +37,13 @@ const engine = async () => {
     { setTimeout: delay },
   ] = await Promise.all([
     import('node:fs'),
-    import('../common/config.ts'),
-    import('../engine/daemon.ts'),
-    import('../engine/preflight.ts'),
+    import('../config/config.ts'),
+    import('../app/daemon.ts'),
+    import('../app/preflight.ts'),
     import('../common/exit.ts'),
     import('../store/state.ts'),
-    import('../engine/disk-space.ts'),
-    import('../common/disk.ts'),
+    import('../domain/disk-space.ts'),
+    import('../store/room.ts'),
     import('node:timers/promises'),
   ]);
   /**

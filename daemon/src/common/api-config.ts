@@ -1,7 +1,7 @@
 /**
  * How to reach the service: the daemon's `api:` section and each profile of docex's config
  * (docs/cli.md), with the rules for the key, the base URL and the connection. Apart from
- * common/config.ts (which re-exports it) so that docex, which reads only this section, does not
+ * config/config.ts (which re-exports it) so that docex, which reads only this section, does not
  * build the schemas of docex-sync's whole config (watch folders, mail, review, ...) at every start:
  * ~15-25 ms of `docex folders list` (docs/cli.md, "Start-up").
  */

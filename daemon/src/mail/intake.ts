@@ -28,7 +28,7 @@ import { ImapFlow, type ImapFlowOptions, type SearchObject } from 'imapflow';
 import type { Logger } from 'pino';
 import { inside, removeStaleTemps, writeAtomic } from '../common/files.ts';
 import type { NewFile, StateDb } from '../store/state.ts';
-import { spoolFolder, type MailboxConfig } from './config.ts';
+import { spoolFolder, type MailboxConfig } from '../config/mail.ts';
 import { messageYield, ruleFor, type SkippedPart } from './select.ts';
 import {
   cannotLogIn,

@@ -5,7 +5,7 @@
  */
 import { simpleParser, type Attachment } from 'mailparser';
 import { safeFileName } from '@docex/shared';
-import type { AttachmentPolicy, MailboxConfig, MailTarget } from './config.ts';
+import type { AttachmentPolicy, MailboxConfig, MailTarget } from '../config/mail.ts';
 
 /** A message as the status, the state DB and the results name it. */
 export interface MessageSummary {

@@ -1,9 +1,10 @@
 /**
- * The spool folders of the mailboxes as the pipeline sees them. Apart from mail/config.ts, which the
- * daemon's config schema imports: this side needs the watch's type from that schema.
+ * The mailboxes as an intake source: their spool folders as the pipeline sees them. Apart from
+ * config/mail.ts, which the daemon's config schema imports: this side needs the watch's type.
  */
-import type { ConfigSlice, WatchConfig } from '../common/config.ts';
-import { spoolFolder, targetsOf, type MailboxConfig } from './config.ts';
+import type { WatchConfig } from '../config/config.ts';
+import { spoolFolder, targetsOf, type MailboxConfig } from '../config/mail.ts';
+import type { IntakeSource } from '../intake/source.ts';
 
 /**
  * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
@@ -41,11 +42,8 @@ function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
   return [...watches.values()];
 }
 
-/**
- * Every watch a file row can name, by path: the configured folders and the mailboxes' spool
- * folders. Whatever finds a row's watch (the pipeline, a rerun's refresh, retry, approve) asks
- * this, so a file that came from a mailbox is never taken for one whose folder left the config.
- */
-export function allWatches(config: ConfigSlice<'watch' | 'mailboxes'>): Map<string, WatchConfig> {
-  return new Map([...config.watch, ...spoolWatches(config)].map((w) => [w.path, w]));
-}
+/** Files spooled from the mailboxes' attachments (the IMAP side, mail/intake.ts, records them). */
+export const mailSource: IntakeSource<{ mailboxes: MailboxConfig[] }> = {
+  name: 'mailboxes',
+  watches: spoolWatches,
+};

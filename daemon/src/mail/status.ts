@@ -4,7 +4,7 @@
  * it without a running daemon. No credential is ever part of it.
  */
 import type { StateDb } from '../store/state.ts';
-import type { MailboxConfig } from './config.ts';
+import type { MailboxConfig } from '../config/mail.ts';
 
 /** The connection part, kept by the running intake. */
 export interface MailboxConnection {

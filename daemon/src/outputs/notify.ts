@@ -8,11 +8,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { ConfigSlice, NotifyConfig, NotifyEventName } from '../common/config.ts';
-import type { FileRow } from '../engine/lifecycle.ts';
+import type { ConfigSlice, NotifyConfig, NotifyEventName } from '../config/config.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import { heldReview } from './review.ts';
 
-export { NOTIFY_EVENTS, type NotifyConfig, type NotifyEventName } from '../common/config.ts';
+export { NOTIFY_EVENTS, type NotifyConfig, type NotifyEventName } from '../config/config.ts';
 
 export interface NotifyEvent {
   event: NotifyEventName;

@@ -10,9 +10,9 @@
 import { readFile, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { readFieldValue, type DocumentData } from '@docex/shared';
-import type { WatchConfig } from '../common/config.ts';
+import type { WatchConfig } from '../config/config.ts';
 import { inside, writeAtomic } from '../common/files.ts';
-import type { FileRow } from '../engine/lifecycle.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import { cleanText, csvSafe, heldReview, type ReviewJson } from './review.ts';
 import { DailyCsv, dialectFor, localDate, resultBase } from './results.ts';
 

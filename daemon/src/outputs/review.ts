@@ -22,10 +22,10 @@ import {
   type ReviewRules,
   type TaskResult,
 } from '@docex/shared';
-import type { WatchConfig } from '../common/config.ts';
-import { settingsOfRoute } from '../common/route-settings.ts';
+import type { WatchConfig } from '../config/config.ts';
+import { settingsOfRoute } from '../config/route-settings.ts';
 import { freeTarget, inside, Reservations, tempSuffix, writeAtomic } from '../common/files.ts';
-import type { FileRow } from '../engine/lifecycle.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import {
   DailyCsv,
   dialectFor,

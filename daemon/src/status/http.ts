@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from './metrics.ts';
 import { renderMain, renderPage, SCRIPT_HASH } from './page.ts';
 import { healthOf, statusSnapshot, type Health, type HealthLevel, type StatusSource } from './read-model.ts';
-import { retryFailed, type RetryConfig, type RetryOutcome } from '../engine/retry.ts';
-import { approveAndNote } from '../engine/approve.ts';
+import { retryFailed, type RetryConfig, type RetryOutcome } from '../actions/retry.ts';
+import { approveAndNote } from '../actions/approve.ts';
 import { pageActor, reviewChange, reviewPage, serveOriginal } from './review-routes.ts';
 import { REVIEW_PAGE_CSP } from './review-page.ts';
 

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { HEADLINE, type StatusSnapshot } from './read-model.ts';
-import { FILE_STATES } from '../engine/lifecycle.ts';
+import { FILE_STATES } from '../domain/lifecycle.ts';
 
 const esc = (v: unknown) =>
   String(v ?? '').replace(

@@ -4,13 +4,13 @@
  */
 import { HINTS } from '@docex/shared';
 import { syncTerms } from '../common/api-config.ts';
-import type { ConfigSlice } from '../common/config.ts';
-import { FILE_STATES, type FileRow, type FileState } from '../engine/lifecycle.ts';
+import type { ConfigSlice } from '../config/config.ts';
+import { FILE_STATES, type FileRow, type FileState } from '../domain/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';
 import type { BlindWatcherRecord, PullRecord, StateDb } from '../store/state.ts';
 import { heldReview } from '../outputs/review.ts';
-import { stateDbSpace, type StateDbRoomConfig } from '../common/disk.ts';
-import { diskReason, isLow } from '../engine/disk-space.ts';
+import { stateDbSpace, type StateDbRoomConfig } from '../store/room.ts';
+import { diskReason, isLow } from '../domain/disk-space.ts';
 
 /** What the page shows; also GET /api/status. */
 export interface StatusSnapshot {

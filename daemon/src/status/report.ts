@@ -5,7 +5,7 @@
  * snapshot is taken of an empty in-memory one, so the shape is the same, with zeros.
  */
 import { existsSync } from 'node:fs';
-import type { ConfigSlice } from '../common/config.ts';
+import type { ConfigSlice } from '../config/config.ts';
 import {
   HEADLINE,
   statusSnapshot,
@@ -14,9 +14,9 @@ import {
   type StatusSnapshot,
 } from './read-model.ts';
 import { StateDb } from '../store/state.ts';
-import { stateDbSpace } from '../common/disk.ts';
-import { isDiskFull } from '../engine/disk-space.ts';
-import { ACTIVE_STATES } from '../engine/lifecycle.ts';
+import { stateDbSpace } from '../store/room.ts';
+import { isDiskFull } from '../domain/disk-space.ts';
+import { ACTIVE_STATES } from '../domain/lifecycle.ts';
 
 export const STATUS_SCHEMA = 'docex-sync.status/1';
 

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { extname } from 'node:path';
 import { generalFieldsOf, lineItemTable, type DocumentData, type ReviewReason } from '@docex/shared';
-import type { FileRow } from '../engine/lifecycle.ts';
+import type { FileRow } from '../domain/lifecycle.ts';
 import { heldReview } from '../outputs/review.ts';
 
 const esc = (v: unknown) =>

@@ -19,7 +19,7 @@ import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
 import { AUDIT_MIGRATION } from './audit.ts';
 import { StateDbUnusableError } from '../common/exit.ts';
-import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
+import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../domain/lifecycle.ts';
 
 /**
  * The states a row is in while it is work in flight (or waits for a person or a route), as SQL:
@@ -59,7 +59,7 @@ export interface PrunedFile {
   reason: string | null;
 }
 
-/** A watch whose rescans keep finding files no watcher event reported (engine/watcher.ts). */
+/** A watch whose rescans keep finding files no watcher event reported (intake/watcher.ts). */
 export interface BlindWatcherRecord {
   since: number;
   rescans: number;
@@ -74,7 +74,7 @@ export interface PullRecord {
   error?: string;
 }
 
-export { FILE_STATES, type FileRow, type FileState } from '../engine/lifecycle.ts';
+export { FILE_STATES, type FileRow, type FileState } from '../domain/lifecycle.ts';
 
 /** Each entry takes the schema from version i to i + 1; user_version holds the version. */
 const MIGRATIONS = [

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../daemon/src/common/config.ts';
+import { loadConfig } from '../../../daemon/src/config/config.ts';
 import { colorAllowed } from '../../../daemon/src/common/logging.ts';
 import { closest } from '../../../daemon/src/common/suggest.ts';
 import { createNodeClient } from '@docex/shared/node';

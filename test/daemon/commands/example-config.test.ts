@@ -15,13 +15,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { startEmulator, type Emulator } from '../../../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
-import { checkConfig } from '../../../daemon/src/engine/preflight.ts';
-import { prune } from '../../../daemon/src/engine/retention.ts';
-import { loadConfig } from '../../../daemon/src/common/config.ts';
+import { checkConfig } from '../../../daemon/src/app/preflight.ts';
+import { prune } from '../../../daemon/src/jobs/retention.ts';
+import { loadConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { startDaemon, type RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import { startDaemon, type RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { invoiceTemplate } from '../../support/templates.ts';
-import { routeSettings } from '../../../daemon/src/common/route-settings.ts';
+import { routeSettings } from '../../../daemon/src/config/route-settings.ts';
 import { filesUnder, SECRET, until, watchIn } from '../helpers.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/docex-sync.yaml');

@@ -6,11 +6,11 @@ import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { z } from 'zod/v4';
-import { ConfigError, ConfigSchema, loadConfig } from '../../../daemon/src/common/config.ts';
+import { ConfigError, ConfigSchema, loadConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { pullOnce } from '../../../daemon/src/outputs/pull.ts';
+import { pullOnce } from '../../../daemon/src/jobs/pull.ts';
 import { parseCsv, type ResultJson } from '../../../daemon/src/outputs/results.ts';
-import { runRerun } from '../../../daemon/src/outputs/reruns.ts';
+import { runRerun } from '../../../daemon/src/jobs/reruns.ts';
 import { KV, StateDb } from '../../../daemon/src/store/state.ts';
 import {
   makeWorld,

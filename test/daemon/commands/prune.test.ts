@@ -7,8 +7,8 @@
 import { mkdir, readFile, rename, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { prune, nodePruneFs, type PruneFs } from '../../../daemon/src/engine/retention.ts';
-import { approveReviewed } from '../../../daemon/src/engine/approve.ts';
+import { prune, nodePruneFs, type PruneFs } from '../../../daemon/src/jobs/retention.ts';
+import { approveReviewed } from '../../../daemon/src/actions/approve.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 import { filesUnder, invoice, makeWorld, stateOf, syncInProcess, until, type World } from '../helpers.ts';
 

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { renderMain } from '../../../daemon/src/status/page.ts';
 import { statusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { cliStatus, renderStatus } from '../../../daemon/src/status/report.ts';

@@ -1,13 +1,13 @@
 /**
  * The `mailboxes:` section's mistakes as the config loader says them: every one a line
  * `file:line key: message`, like the rest of the config (common/yaml.ts), the checks a schema
- * cannot make (mail/config.ts, mailboxProblems) included.
+ * cannot make (config/mail.ts, mailboxProblems) included.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../daemon/src/common/config.ts';
+import { loadConfig } from '../../../daemon/src/config/config.ts';
 import { ConfigError } from '../../../daemon/src/common/errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'docex-mail-config-'));

@@ -9,7 +9,7 @@ import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkMailboxes } from '../../../daemon/src/engine/preflight.ts';
+import { checkMailboxes } from '../../../daemon/src/app/preflight.ts';
 import { cliStatus, renderStatus } from '../../../daemon/src/status/report.ts';
 import { healthOf } from '../../../daemon/src/status/read-model.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkMailboxes } from '../../../daemon/src/engine/preflight.ts';
+import { checkMailboxes } from '../../../daemon/src/app/preflight.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
 import { calibrate, runCli, stopCliChildren, until, type World } from '../helpers.ts';
 import { jsonResults, mailWorld } from './world.ts';

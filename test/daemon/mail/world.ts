@@ -3,7 +3,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { expect } from 'vitest';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { statusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import type { Dovecot } from '../../support/dovecot.ts';
 import { makeWorld, type World } from '../helpers.ts';

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { Notifier, type NotifyConfig, type NotifyEvent } from '../../../daemon/src/outputs/notify.ts';
-import { runRerun } from '../../../daemon/src/outputs/reruns.ts';
+import { runRerun } from '../../../daemon/src/jobs/reruns.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
 

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClient } from '@docex/shared/node';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
-import { runRerun } from '../../../daemon/src/outputs/reruns.ts';
+import { runRerun } from '../../../daemon/src/jobs/reruns.ts';
 import {
   DailyCsv,
   localDate,

@@ -10,7 +10,7 @@ import { copyFile, link, readFile, rename, rm } from 'node:fs/promises';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { approveReviewed } from '../../../daemon/src/engine/approve.ts';
+import { approveReviewed } from '../../../daemon/src/actions/approve.ts';
 import { parseCsv } from '../../../daemon/src/outputs/results.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 import { until, type World } from '../helpers.ts';

@@ -13,7 +13,7 @@ import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DocexClient, DocumentData } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-import { approveReviewed } from '../../../daemon/src/engine/approve.ts';
+import { approveReviewed } from '../../../daemon/src/actions/approve.ts';
 import { DAILY_COLUMNS, parseCsv } from '../../../daemon/src/outputs/results.ts';
 import type { ReviewJson } from '../../../daemon/src/outputs/review.ts';
 import { healthOf, statusSnapshot } from '../../../daemon/src/status/read-model.ts';

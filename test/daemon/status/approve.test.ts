@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { calibrate, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
 import { reviewWorld, tree } from '../review-helpers.ts';
 import { call } from '../../support/http-call.ts';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunningDaemon } from '../../../daemon/src/engine/daemon.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { parseCsv } from '../../../daemon/src/outputs/results.ts';
 import { AuditTrail } from '../../../daemon/src/store/audit.ts';
 import { syncInProcess, until, type World } from '../helpers.ts';

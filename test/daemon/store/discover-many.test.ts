@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NEVER } from '../../../daemon/src/engine/lifecycle.ts';
+import { NEVER } from '../../../daemon/src/domain/lifecycle.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 
 const dbs: StateDb[] = [];

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FILE_STATES, NEVER } from '../../../daemon/src/engine/lifecycle.ts';
+import { FILE_STATES, NEVER } from '../../../daemon/src/domain/lifecycle.ts';
 import { SCHEMA_VERSION, StateDb } from '../../../daemon/src/store/state.ts';
 
 const FIXTURE = join(import.meta.dirname, '../../fixtures/state-0.1.0.db');

@@ -6,7 +6,7 @@ import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FILE_STATES, type FileState } from '../../../daemon/src/engine/lifecycle.ts';
+import { FILE_STATES, type FileState } from '../../../daemon/src/domain/lifecycle.ts';
 import { StateDb } from '../../../daemon/src/store/state.ts';
 
 const FIXTURE = join(import.meta.dirname, '../../fixtures/state-0.1.0.db');

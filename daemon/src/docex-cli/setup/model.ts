@@ -4,7 +4,7 @@
  */
 import { z } from 'zod/v4';
 import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '@docex/shared';
-import { ConfigError } from '../../common/config.ts';
+import { ConfigError } from '../../common/errors.ts';
 import { yaml } from '../../common/lazy.ts';
 import type { Located } from '../../common/yaml.ts';
 

@@ -1,0 +1,249 @@
+/**
+ * Bulk reruns: ids gathered with fetch_documents, sent in chunks of 500, results kept in SQLite.
+ * Afterwards the results of the local files concerned are fetched again and rewritten in their
+ * watch's output when the re-extraction changed them (docs/daemon.md, "Results after a rerun").
+ */
+import { basename } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { DocexClient, DocumentData } from '@docex/shared';
+import type { ConfigSlice, RerunConfig, WatchConfig } from '../config/config.ts';
+import type { Notifier } from '../outputs/notify.ts';
+import { allWatches } from '../intake/sources.ts';
+import { jsonResultPath, readResultJson, ResultWriter } from '../outputs/results.ts';
+import type { FileRow, StateDb } from '../store/state.ts';
+
+export interface RefreshOutcome {
+  /** Local files whose documents were rerun. */
+  files: number;
+  rewritten: number;
+  unchanged: number;
+  /** Not seen changed on the service before the window closed. */
+  not_seen: number;
+}
+
+export interface RerunOutcome {
+  status: 'done' | 'dry-run' | 'skipped' | 'failed';
+  documents: number;
+  rerun: number;
+  not_rerun: number;
+  errors: unknown[];
+  refresh?: RefreshOutcome;
+}
+
+export interface RefreshOptions {
+  /** How long to look for the re-extracted documents after the dispatch. */
+  windowMs: number;
+  firstDelayMs: number;
+  maxDelayMs: number;
+}
+export const DEFAULT_REFRESH: RefreshOptions = {
+  windowMs: 15 * 60_000,
+  firstDelayMs: 2_000,
+  maxDelayMs: 60_000,
+};
+
+/** What a rerun's refresh reads of the config: the watches and mailboxes whose results it rewrites. */
+export type RerunRefreshConfig = ConfigSlice<'watch' | 'mailboxes'>;
+
+export interface RerunDeps {
+  db: StateDb;
+  client: DocexClient;
+  log: Logger;
+  now?: () => number;
+  /** With the config, the results of rerun documents that came from watched folders are refreshed. */
+  config?: RerunRefreshConfig;
+  results?: ResultWriter;
+  refresh?: Partial<RefreshOptions>;
+  notify?: Notifier;
+  signal?: AbortSignal;
+  /** Told after each chunk: chunks sent so far and in all (the CLI's progress bar on a terminal). */
+  progress?: (done: number, total: number) => void;
+}
+
+export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule'>): Promise<RerunOutcome> {
+  const { db, client, log } = deps;
+  const now = deps.now ?? Date.now;
+  const startedAt = now();
+  const id = db.startRerun(job.name, job.dry_run, job.override, startedAt);
+  if (id === undefined) {
+    log.warn({ rerun: job.name }, 'rerun already running: this run is skipped');
+    return { status: 'skipped', documents: 0, rerun: 0, not_rerun: 0, errors: [] };
+  }
+  let outcome: RerunOutcome;
+  let rerunIds: number[] = [];
+  try {
+    const ids = await client.fetchDocuments({
+      template_id: job.template_id,
+      folder_id: job.folder_id,
+      start_date: job.created_from,
+      end_date: job.created_to,
+    });
+    if (job.dry_run) {
+      outcome = { status: 'dry-run', documents: ids.length, rerun: 0, not_rerun: 0, errors: [] };
+      db.finishRerun(id, outcome, now());
+      log.info(
+        { rerun: job.name, documents: ids.length, chunks: Math.ceil(ids.length / 500) },
+        'dry run: these documents would be rerun',
+      );
+      deps.notify?.rerunFinished(job.name, outcome);
+      return outcome;
+    }
+    const result = await client.rerunAll(ids, {
+      override_extraction: job.override,
+      onChunk: ({ index, chunks, result: r, error }) => {
+        deps.progress?.(index + 1, chunks);
+        log.info(
+          {
+            rerun: job.name,
+            chunk: `${index + 1}/${chunks}`,
+            rerun_count: r?.rerun,
+            not_rerun: r?.not_rerun,
+            error: error?.message,
+          },
+          'rerun progress',
+        );
+      },
+    });
+    rerunIds = result.rerun_doc_ids;
+    const errors = [
+      ...result.errors,
+      ...result.failedChunks.map((c) => ({ error: c.error.message, doc_ids: c.doc_ids })),
+    ];
+    outcome = {
+      status: result.failedChunks.length ? 'failed' : 'done',
+      documents: ids.length,
+      rerun: result.rerun,
+      not_rerun: result.not_rerun,
+      errors,
+    };
+    db.finishRerun(id, outcome, now());
+    log.info(
+      {
+        rerun: job.name,
+        documents: ids.length,
+        rerun_count: result.rerun,
+        not_rerun: result.not_rerun,
+        failed_chunks: result.failedChunks.length,
+      },
+      'rerun finished',
+    );
+  } catch (error) {
+    outcome = { status: 'failed', documents: 0, rerun: 0, not_rerun: 0, errors: [(error as Error).message] };
+    db.finishRerun(id, outcome, now());
+    deps.notify?.rerunFinished(job.name, outcome);
+    throw error;
+  }
+  if (deps.config && rerunIds.length) {
+    outcome.refresh = await refreshAfterRerun(
+      { ...deps, config: deps.config, now },
+      job.name,
+      rerunIds,
+      startedAt,
+    );
+  }
+  deps.notify?.rerunFinished(job.name, outcome);
+  return outcome;
+}
+
+const extractionOf = (d: DocumentData) => {
+  const o = d as Record<string, unknown>;
+  return JSON.stringify([
+    o.General_fields ?? null,
+    o.General_fields_list ?? null,
+    o.Line_fields ?? null,
+    o.Fraud_verdict ?? null,
+    o.Fraud_score ?? null,
+  ]);
+};
+
+/** A rerun changes the document's updated time; clocks may differ this much between us and the service. */
+const CLOCK_SKEW_MS = 5_000;
+
+/**
+ * Looks, with backoff and for a bounded window, for the rerun documents the service marks as
+ * changed (fetch_documents updated_since the rerun's start, one call a round); fetches each one's
+ * data once and rewrites its files' results when the extraction differs from what is on disk.
+ */
+export async function refreshAfterRerun(
+  deps: RerunDeps & { config: RerunRefreshConfig; now: () => number },
+  rerunName: string,
+  documentIds: number[],
+  startedAt: number,
+): Promise<RefreshOutcome> {
+  const { db, client, log, config, now } = deps;
+  const options = { ...DEFAULT_REFRESH, ...deps.refresh };
+  const results = deps.results ?? new ResultWriter(client, { log, now });
+  results.layouts.clear();
+  const watches = allWatches(config);
+  const pending = new Map<number, FileRow[]>();
+  for (const row of db.filesOfDocuments(documentIds)) {
+    if (!watches.has(row.watch)) continue;
+    pending.set(row.document_id!, [...(pending.get(row.document_id!) ?? []), row]);
+  }
+  const outcome: RefreshOutcome = {
+    files: [...pending.values()].reduce((n, rows) => n + rows.length, 0),
+    rewritten: 0,
+    unchanged: 0,
+    not_seen: 0,
+  };
+  if (!pending.size) return outcome;
+  log.info(
+    { rerun: rerunName, files: outcome.files },
+    'waiting for the rerun documents to refresh their results',
+  );
+  const deadline = now() + options.windowMs;
+  const since = new Date(startedAt - CLOCK_SKEW_MS);
+  for (let wait = options.firstDelayMs; ; wait = Math.min(options.maxDelayMs, wait * 2)) {
+    try {
+      const changed = await client.fetchDocuments({ updated_since: since });
+      for (const documentId of changed) {
+        const rows = pending.get(documentId);
+        if (!rows) continue;
+        const data = await client.fetchDocumentData({ document_id: documentId });
+        for (const row of rows) {
+          const watch = watches.get(row.watch)!;
+          if (await rewriteIfChanged(results, watch, row, data, rerunName)) outcome.rewritten++;
+          else outcome.unchanged++;
+        }
+        pending.delete(documentId);
+      }
+    } catch (error) {
+      log.warn(
+        { rerun: rerunName, err: (error as Error).message },
+        'refreshing results after the rerun: will try again',
+      );
+    }
+    if (!pending.size || now() + wait > deadline || deps.signal?.aborted) break;
+    await sleep(wait, undefined, { signal: deps.signal }).catch(() => undefined);
+  }
+  outcome.not_seen = [...pending.values()].reduce((n, rows) => n + rows.length, 0);
+  log.info({ rerun: rerunName, ...outcome }, 'results refreshed after the rerun');
+  return outcome;
+}
+
+async function rewriteIfChanged(
+  results: ResultWriter,
+  watch: WatchConfig,
+  row: FileRow,
+  data: DocumentData,
+  rerunName: string,
+): Promise<boolean> {
+  const sourceName = basename(row.rel);
+  const before = watch.formats.includes('json')
+    ? await readResultJson(jsonResultPath(watch.output, sourceName, data.document_id, row.result_base))
+    : undefined;
+  if (before && extractionOf(before.document) === extractionOf(data)) return false;
+  await results.write(watch, data, {
+    source: before?.source_file ?? row.path,
+    archivedTo: before?.archived_to ?? null,
+    sha256: row.sha256,
+    task: before?.task ?? null,
+    outcome: row.outcome === 'duplicate' ? 'duplicate' : 'processed',
+    sourceName,
+    refreshedBy: rerunName,
+    message: before?.message,
+    base: row.result_base ?? undefined,
+  });
+  return true;
+}
