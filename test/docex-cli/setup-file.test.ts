@@ -9,8 +9,8 @@ import {
   setupToYaml,
   toSetup,
   type Account,
-} from '../../daemon/src/docex-cli/setup/model.ts';
-import { parseYaml } from '../../daemon/src/common/yaml.ts';
+} from '../../cli/src/setup/model.ts';
+import { parseYaml } from '../../cli-kit/src/yaml.ts';
 
 const load = (text: string) => {
   const located = parseYaml(text, 'setup.yaml', SetupSchema);

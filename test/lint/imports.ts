@@ -15,6 +15,10 @@ const PACKAGES: Record<string, string> = {
   '@docex/shared/node': 'shared/src/node/index.ts',
 };
 
+/** The command kit's modules, one door each: `@docex/cli-kit/args` is cli-kit/src/args.ts. */
+const kitFile = (spec: string) =>
+  spec.startsWith('@docex/cli-kit/') ? `cli-kit/src/${spec.slice('@docex/cli-kit/'.length)}.ts` : undefined;
+
 /** The files of `root` that git tracks (or, outside a checkout, that `files` names) ending in .ts. */
 export function sourceFiles(root: string): string[] {
   return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], {
@@ -35,7 +39,7 @@ export function importGraph(root: string, files: string[]): Map<string, string[]
       const spec = m[1] ?? m[2]!;
       const target = spec.startsWith('.')
         ? relative(root, resolve(root, dirname(file), spec))
-        : PACKAGES[spec];
+        : (PACKAGES[spec] ?? kitFile(spec));
       if (target && target !== file) targets.add(target);
       else if (target === file) targets.add(file);
     }

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
-import type { Command } from '../common/command.ts';
+import type { Command } from '@docex/cli-kit/command';
 import type { Config, ConfigError } from '../common/config.ts';
 import type { RunningDaemon, StartOptions } from '../engine/daemon.ts';
 import type { Context } from './context.ts';
@@ -40,7 +40,7 @@ const engine = async () => {
     import('../common/config.ts'),
     import('../engine/daemon.ts'),
     import('../engine/preflight.ts'),
-    import('../common/exit.ts'),
+    import('@docex/cli-kit/exit'),
     import('../store/state.ts'),
     import('../engine/disk-space.ts'),
     import('../common/disk.ts'),

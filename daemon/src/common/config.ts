@@ -3,11 +3,11 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod/v4';
 import { resultSettings } from '../outputs/result-settings.ts';
-import { CONFIG_MEANINGS } from './config-meanings.ts';
+import { CONFIG_MEANINGS } from '@docex/cli-kit/config-meanings';
 import { cronProblem } from './cron.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from '../mail/config.ts';
-import { ApiSection, positiveInt } from './api-config.ts';
-import { invalidFile, readYamlFile } from './yaml.ts';
+import { ApiSection, positiveInt } from '@docex/cli-kit/api-config';
+import { invalidFile, readYamlFile } from '@docex/cli-kit/yaml';
 import { parseNamePattern } from './names.ts';
 
 /** Checked when the config is read (common/cron.ts), so `run` never meets a schedule it cannot keep. */
@@ -275,10 +275,10 @@ export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 export type NotifyConfig = NonNullable<Config['notify']>;
 
-export { ConfigError } from './errors.ts';
-export { ApiSection, apiKeyFrom, baseUrlFrom, connectionFrom, type ApiSettings } from './api-config.ts';
+export { ConfigError } from '@docex/cli-kit/errors';
+export { ApiSection, apiKeyFrom, baseUrlFrom, connectionFrom, type ApiSettings } from '@docex/cli-kit/api-config';
 
-export { keysAt } from './yaml.ts';
+export { keysAt } from '@docex/cli-kit/yaml';
 
 const isInside = (parent: string, child: string) => {
   const rel = relative(parent, child);

@@ -19,7 +19,7 @@ import { StateDb } from '../store/state.ts';
 import { wakeOnOtherWriters } from './wakeup.ts';
 import type { KeyCheck } from './preflight.ts';
 import { pruneOnSchedule } from './retention.ts';
-import { EXIT, KeyRefusedError } from '../common/exit.ts';
+import { EXIT, KeyRefusedError } from '@docex/cli-kit/exit';
 import { FolderWatcher } from './watcher.ts';
 import { steadyClock } from '../common/clock.ts';
 import type { MailIntake, MailboxRetry } from '../mail/intake.ts';

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
-import { StateDbUnusableError } from '../common/exit.ts';
+import { StateDbUnusableError } from '@docex/cli-kit/exit';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../engine/lifecycle.ts';
 
 /**

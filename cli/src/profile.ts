@@ -15,10 +15,10 @@ import {
   baseUrlFrom,
   connectionFrom,
   type ApiSettings,
-} from '../common/api-config.ts';
-import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
-import { ConfigError } from '../common/errors.ts';
-import { readYamlFile } from '../common/yaml.ts';
+} from '@docex/cli-kit/api-config';
+import { CONFIG_MEANINGS } from '@docex/cli-kit/config-meanings';
+import { ConfigError } from '@docex/cli-kit/errors';
+import { readYamlFile } from '@docex/cli-kit/yaml';
 
 export const CliConfigSchema = z.strictObject({
   default_profile: z.string().min(1).optional(),
