@@ -118,7 +118,8 @@ const targets: Record<string, () => Promise<void>> = {
     });
     // Its module wrappers compiled with the file, so that the compile cache keeps them.
     const eager = eagerModuleWrappers(await readFile('cli/dist/docex.js', 'utf8'));
-    if (eager.wrapped === 0) throw new Error('cli/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
+    if (eager.wrapped === 0)
+      throw new Error('cli/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
     await writeFile('cli/dist/docex.js', eager.code);
   },
   async daemon() {

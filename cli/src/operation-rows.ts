@@ -6,7 +6,13 @@
  */
 import type { CommandRow } from '@docex/cli-kit/command';
 import { columns as pad } from '@docex/cli-kit/help';
-import { actionsOf, COMMON_FLAGS, OPERATION_COMMANDS, RESOURCE_COMMANDS, type OperationCommand } from './commands.ts';
+import {
+  actionsOf,
+  COMMON_FLAGS,
+  OPERATION_COMMANDS,
+  RESOURCE_COMMANDS,
+  type OperationCommand,
+} from './commands.ts';
 import { COMMANDS } from './table.ts';
 
 const operationRow = (name: string, command: OperationCommand): CommandRow => ({
@@ -73,4 +79,3 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service
 12 certificate name mismatch, 13 certificate expired.
 Run "docex <resource> <action> --help" for an action's flags.`;
 }
-

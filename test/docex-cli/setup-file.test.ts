@@ -3,13 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../daemon/src/common/config.ts';
-import {
-  checkSetup,
-  SetupSchema,
-  setupToYaml,
-  toSetup,
-  type Account,
-} from '../../cli/src/setup/model.ts';
+import { checkSetup, SetupSchema, setupToYaml, toSetup, type Account } from '../../cli/src/setup/model.ts';
 import { parseYaml } from '../../cli-kit/src/yaml.ts';
 
 const load = (text: string) => {
