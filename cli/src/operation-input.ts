@@ -1,5 +1,5 @@
 /**
- * An operation's command line, parsed by the one parser (common/args.ts) against its flags
+ * An operation's command line, parsed by the one parser (@docex/cli-kit/args) against its flags
  * (commands.ts, flagsOf), back as the input the client expects. Pure.
  */
 import type { ParamSpec } from '@docex/shared';

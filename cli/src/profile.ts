@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
 import type { DocexClient, SettingTerms } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-// The api section only (common/api-config.ts), not docex-sync's whole config and its schemas.
+// The api section only (@docex/cli-kit/api-config), not docex-sync's whole config and its schemas.
 import {
   ApiSection,
   apiKeyFrom,
