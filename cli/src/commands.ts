@@ -14,7 +14,7 @@ import {
 } from '@docex/shared';
 import { flagRows, type FlagSpec } from '@docex/cli-kit/args';
 import { columns as pad, wrap, HELP_WIDTH } from '@docex/cli-kit/help';
-import { GLOBAL_FLAGS } from './global-flags.ts';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '@docex/cli-kit/flags';
 
 export { HELP_WIDTH, wrap } from '@docex/cli-kit/help';
 

@@ -4,7 +4,7 @@
  */
 import type { Command } from '@docex/cli-kit/command';
 import { extraFlagsOf, flagNamesOf, OPERATION_COMMANDS, RESOURCE_COMMANDS } from './commands.ts';
-import { GLOBAL_FLAGS } from './global-flags.ts';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '@docex/cli-kit/flags';
 
 const GLOBAL = GLOBAL_FLAGS.map((f) => `--${f.name}`);
 

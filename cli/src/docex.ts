@@ -10,7 +10,7 @@
  */
 import packageJson from '../package.json' with { type: 'json' };
 import { processIo, runProgram, type Io, type Program } from '@docex/cli-kit/command';
-import { GLOBAL_FLAGS } from './global-flags.ts';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '@docex/cli-kit/flags';
 import { COMMANDS } from './table.ts';
 
 export type { Io } from '@docex/cli-kit/command';

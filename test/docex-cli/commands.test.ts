@@ -10,7 +10,7 @@ import { findRow } from '../../cli-kit/src/command.ts';
 import { OPERATION_COMMANDS } from '../../cli/src/commands.ts';
 import { OPERATION_ROWS } from '../../cli/src/operation-rows.ts';
 import { inputOf } from '../../cli/src/operation-input.ts';
-import { GLOBAL_FLAGS } from '../../cli/src/global-flags.ts';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '../../cli-kit/src/flags.ts';
 import { COMMANDS } from '../../cli/src/table.ts';
 import { OPERATION_NAMES, OPERATIONS } from '@docex/shared';
 import { ACME_KEY, GLOBEX_KEY, inProcess, useCliWorld } from './helpers.ts';

@@ -146,7 +146,7 @@ describe('the release', () => {
         files.filter(
           (f) =>
             f.startsWith(`${APP_DIR}/node_modules/docex/`) &&
-            !/\/(bin|dist)\/\w+\.js$|\/package\.json$/.test(f),
+            !/\/(bin|dist)\/[\w-]+\.js$|\/package\.json$/.test(f),
         ),
       ).toEqual([]);
       const launcher = await readFile(join(top, launchers[0]!), 'utf8');
