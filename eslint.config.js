@@ -88,7 +88,7 @@ const nodeGlobals = Object.fromEntries(
 );
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'daemon/dist/', 'coverage/', '**/*.d.ts'] },
+  { ignores: ['node_modules/', 'dist/', 'daemon/dist/', 'cli/dist/', 'coverage/', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

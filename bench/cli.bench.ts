@@ -2,7 +2,7 @@
  * docex from the shell against its practical limits, pairs interleaved (the order rotating every
  * repetition), min and median printed, each figure with its goal (issue #22) and its ratio:
  *
- * - start-up of the **installed** package (test/e2e/pack.ts: a plain `npm pack` of daemon/ in a
+ * - start-up of the **installed** packages (test/e2e/pack.ts: a plain `npm pack` of cli/ and daemon/ in a
  *   clean copy, `npm install -g` into a scratch prefix): `docex --version` and
  *   `docex-sync --version` against `node -e 0` (goal <= 1.3x), and `docex folders list --json`
  *   against a node script that makes the same one `fetch` to the same server (goal <= 1.5x); the
@@ -97,7 +97,7 @@ function setupYaml(templates: number): string {
 }
 
 export default async function bench(): Promise<BenchRow[]> {
-  const docex = join(repo, 'daemon/dist/docex.js');
+  const docex = join(repo, 'cli/dist/docex.js');
   const key = 'bench-cli-key-0123456789';
   const emulator = await startEmulator({ port: 0, companies: [{ name: 'Bench', apiKey: key }] });
   const dir = await mkdtemp(join(tmpdir(), 'docex-cli-bench-'));
@@ -150,7 +150,7 @@ export default async function bench(): Promise<BenchRow[]> {
       },
     );
 
-    await run(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo });
+    await run(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo });
     const file = join(dir, 'setup.yaml');
     await writeFile(file, setupYaml(TEMPLATES));
     const step = async (measure: string, args: string[]) => {

@@ -6,7 +6,7 @@
  * - small JSON requests (fetch_folder), 1 and 4 in flight: client CPU per request of `client.call`
  *   against a plain `fetch` loop (undici, Node's own HTTP client). Goal: at most 1.5x.
  * - big transfers from and to disk (DOCEX_BENCH_MB, default 1024 MiB; 0 skips them) by the built
- *   docex CLI (daemon/dist/docex.js, built first), as users run it: `docex tasks upload FILE` and
+ *   docex CLI (cli/dist/docex.js, built first), as users run it: `docex tasks upload FILE` and
  *   `docex documents download-file N -o FILE`, against curl doing the same (when installed):
  *   throughput (goal: at least 0.8x curl's), and peak RSS (VmHWM, through /usr/bin/time) next to the
  *   peak of a small command (what loading the code costs). Goal: peak under 120 MB. See
@@ -165,11 +165,11 @@ export default async function clientBench(): Promise<BenchRow[]> {
     }
     const uploadPath = join(dir, 'upload.pdf');
     await sparseFile(uploadPath, TRANSFER_MB);
-    if (TRANSFER_MB > 0) await run(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo });
+    if (TRANSFER_MB > 0) await run(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo });
     // The built docex CLI, as installed: `docex tasks upload FILE`, `docex documents download-file N -o FILE`.
     const env = { ...process.env, DOCEX_BASE_URL: url, DOCEX_API_KEY: KEY, XDG_CONFIG_HOME: dir };
     const docex = (...args: string[]) =>
-      peakOf(process.execPath, [join(repo, 'daemon/dist/docex.js'), ...args], env);
+      peakOf(process.execPath, [join(repo, 'cli/dist/docex.js'), ...args], env);
     const downloaded = join(dir, 'download.bin');
     const cases: Record<string, () => Promise<CaseResult | undefined>> = {
       'start-docex': () => docex('folders', 'get', '1'),

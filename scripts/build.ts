@@ -1,10 +1,12 @@
 /**
  * Builds the shipped artifacts with esbuild: `node scripts/build.ts [target ...]` (no target: all).
  *   n8n     CommonJS bundles for n8n (zod bundled in, n8n-workflow external), see docs/architecture.md
+ *   docex   cli/dist/docex.js (the docex package), one ESM bundle, its dependencies inside but yaml;
+ *           cli/dist/answers.js, what its bin prints for --version and the main help
  *   daemon  daemon/dist/cli.js (docex-sync), a small ESM entry, and daemon/dist/chunks/, the code it
- *           imports on demand (split by esbuild); daemon/dist/docex.js (docex), one ESM bundle;
- *           their dependencies inside but the three of DAEMON_EXTERNAL; daemon/dist/answers.js,
- *           what the bins print for --version and the main help
+ *           imports on demand (split by esbuild), their dependencies inside but the three of
+ *           DAEMON_EXTERNAL; daemon/dist/answers.js, the same for docex-sync. Its `docex` is the
+ *           docex package (a dependency: build both for a release)
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
@@ -13,14 +15,16 @@ import { existsSync } from 'node:fs';
 import { eagerModuleWrappers } from './eager-modules.ts';
 
 /**
- * What the daemon's bundles leave to node_modules: better-sqlite3 (a native addon, found next to
- * its package), and yaml and node-cron, which common/lazy.ts requires on first use (through
+ * What docex-sync's bundle leaves to node_modules: better-sqlite3 (a native addon, found next to
+ * its package), and yaml and node-cron, which cli-kit/src/lazy.ts requires on first use (through
  * createRequire, which esbuild does not follow) so that commands that need neither never load them.
  * Everything else (p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
  * the bundle's chunks: a few files to read and compile per command instead of hundreds of modules
  * to resolve.
  */
 const DAEMON_EXTERNAL = ['better-sqlite3', 'yaml', 'node-cron'];
+/** docex's: yaml only (cli-kit/src/lazy.ts); it opens no database and checks no cron expression. */
+const DOCEX_EXTERNAL = ['yaml'];
 
 /**
  * Node's built-ins and the packages left outside as lazy modules: esbuild hoists an ES module's
@@ -98,71 +102,83 @@ const targets: Record<string, () => Promise<void>> = {
     }
     await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
   },
+  async docex() {
+    const { mainHelp } = await import('../cli/src/operation-rows.ts');
+    await rm('cli/dist', { recursive: true, force: true });
+    await mkdir('cli/dist', { recursive: true });
+    await writeAnswers('cli/dist/answers.js', 'cli/package.json', 'docex', mainHelp());
+    // One file (0.8 MB). Split, a chunk evaluates every module in it as soon as it is loaded, where
+    // one file's lazy module wrappers run only the modules a command reaches: the split build made
+    // `docex folders list` cost ~30 ms more CPU (for 8 ms less on --version).
+    await build({
+      ...esmBundle('cli/dist', DOCEX_EXTERNAL),
+      entryPoints: { docex: 'cli/src/docex.ts' },
+      // `docex --help` prints this without loading the operation table (cli/src/docex.ts).
+      define: { DOCEX_MAIN_HELP: JSON.stringify(mainHelp()) },
+    });
+    // Its module wrappers compiled with the file, so that the compile cache keeps them.
+    const eager = eagerModuleWrappers(await readFile('cli/dist/docex.js', 'utf8'));
+    if (eager.wrapped === 0)
+      throw new Error('cli/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
+    await writeFile('cli/dist/docex.js', eager.code);
+  },
   async daemon() {
-    const { mainHelp } = await import('../daemon/src/docex-cli/commands.ts');
     // Chunk names carry a content hash: a fresh folder, or the package would ship stale chunks.
     await rm('daemon/dist', { recursive: true, force: true });
     await mkdir('daemon/dist', { recursive: true });
-    const common: BuildOptions = {
-      outdir: 'daemon/dist',
-      bundle: true,
-      platform: 'node',
-      target: 'node22',
-      format: 'esm',
-      external: DAEMON_EXTERNAL,
-      plugins: [lazyImports(DAEMON_EXTERNAL)],
-      minifyWhitespace: true,
-      minifySyntax: true,
-      // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every
-      // output file: esbuild puts the banner on each chunk too).
-      banner: {
-        js: "import { createRequire as __docexCreateRequire } from 'node:module'; const require = __docexCreateRequire(import.meta.url);",
-      },
-      logLevel: 'warning',
-    };
     // docex-sync: split. The entry holds only what --version, --help and the choice of a command
     // need; every dynamic import() of the sources (a command's file, the client, the store, the
     // mail intake, ...) is a chunk, and code several of them share a shared chunk, so
     // `docex-sync --version` reads 18 KB instead of 3.5 MB (docs/cli.md, "Start-up").
     await build({
-      ...common,
+      ...esmBundle('daemon/dist', DAEMON_EXTERNAL),
       entryPoints: { cli: 'daemon/src/commands/docex-sync.ts' },
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
     });
-    // What the installed commands print for --version and the main help without importing a
-    // bundle (bin/answers.js): the same words and texts as the bundles, from the same sources.
-    const { HELP_WORDS, VERSION_WORDS } = await import('../daemon/src/common/flags.ts');
-    const { mainHelp: syncHelp } = await import('../daemon/src/commands/docex-sync.ts');
-    const { version } = JSON.parse(await readFile('daemon/package.json', 'utf8')) as { version: string };
-    const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
-    await writeFile(
-      'daemon/dist/answers.js',
-      [
-        '// Written by scripts/build.ts from daemon/package.json, daemon/src/common/flags.ts and the help of each program.',
-        `export var VERSION = ${JSON.stringify(version)};`,
-        `export var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};`,
-        `export var HELP_WORDS = ${JSON.stringify(HELP_WORDS)};`,
-        `export var HELP = ${JSON.stringify({ docex: line(mainHelp()), 'docex-sync': line(syncHelp()) })};`,
-        '',
-      ].join('\n'),
-    );
-    // docex: one file (0.8 MB). Split, a chunk evaluates every module in it as soon as it is
-    // loaded, where one file's lazy module wrappers run only the modules a command reaches: the
-    // split build made `docex folders list` cost ~30 ms more CPU (for 8 ms less on --version).
-    await build({
-      ...common,
-      entryPoints: { docex: 'daemon/src/docex-cli/docex.ts' },
-      // `docex --help` prints this without loading the operation table (docex-cli/docex.ts).
-      define: { DOCEX_MAIN_HELP: JSON.stringify(mainHelp()) },
-    });
-    // Its module wrappers compiled with the file, so that the compile cache keeps them.
-    const eager = eagerModuleWrappers(await readFile('daemon/dist/docex.js', 'utf8'));
-    if (eager.wrapped === 0)
-      throw new Error('daemon/dist/docex.js: no module wrapper found (scripts/eager-modules.ts)');
-    await writeFile('daemon/dist/docex.js', eager.code);
+    const { mainHelp } = await import('../daemon/src/commands/docex-sync.ts');
+    await writeAnswers('daemon/dist/answers.js', 'daemon/package.json', 'docex-sync', mainHelp());
   },
 };
+
+/** The options both programs' ES module bundles share; `external`: what is left to node_modules. */
+const esmBundle = (outdir: string, external: string[]): BuildOptions => ({
+  outdir,
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  format: 'esm',
+  external,
+  plugins: [lazyImports(external)],
+  minifyWhitespace: true,
+  minifySyntax: true,
+  // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every
+  // output file: esbuild puts the banner on each chunk too).
+  banner: {
+    js: "import { createRequire as __docexCreateRequire } from 'node:module'; const require = __docexCreateRequire(import.meta.url);",
+  },
+  logLevel: 'warning',
+});
+
+/**
+ * What an installed command prints for --version and the main help without importing its bundle
+ * (cli/bin/answers.js): the same words and texts as the bundle, from the same sources.
+ */
+async function writeAnswers(file: string, manifest: string, command: string, help: string) {
+  const { HELP_WORDS, VERSION_WORDS } = await import('../cli-kit/src/flags.ts');
+  const { version } = JSON.parse(await readFile(manifest, 'utf8')) as { version: string };
+  await writeFile(
+    file,
+    [
+      `// Written by scripts/build.ts from ${manifest}, cli-kit/src/flags.ts and the help of ${command}.`,
+      `export var VERSION = ${JSON.stringify(version)};`,
+      `export var VERSION_WORDS = ${JSON.stringify(VERSION_WORDS)};`,
+      `export var HELP_WORDS = ${JSON.stringify(HELP_WORDS)};`,
+      `export var HELP = ${JSON.stringify({ [command]: help.endsWith('\n') ? help : `${help}\n` })};`,
+      '',
+    ].join('\n'),
+  );
+}
 
 const wanted = process.argv.slice(2);
 for (const name of wanted.length ? wanted : Object.keys(targets)) {

@@ -64,7 +64,7 @@ fi
 [ "${DOCEX_SKIP_DEPS:-}" = 1 ] && return 0   # only Node, e.g. for scripts/n8n-install.sh from a test
 
 stamp="$repo_root/node_modules/.docex-lock-hash"
-lock_hash="$(node -e 'const c=require("crypto"),f=require("fs");const h=c.createHash("sha256");for(const p of process.argv.slice(1))h.update(f.readFileSync(p));h.update(process.version);console.log(h.digest("hex"))' "$repo_root/package-lock.json" "$repo_root/package.json" "$repo_root/shared/package.json" "$repo_root/daemon/package.json")"
+lock_hash="$(node -e 'const c=require("crypto"),f=require("fs");const h=c.createHash("sha256");for(const p of process.argv.slice(1))h.update(f.readFileSync(p));h.update(process.version);console.log(h.digest("hex"))' "$repo_root/package-lock.json" "$repo_root/package.json" "$repo_root/shared/package.json" "$repo_root/cli-kit/package.json" "$repo_root/cli/package.json" "$repo_root/daemon/package.json")"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
   echo "docex: installing dependencies (npm ci)" >&2
   install_started=$SECONDS

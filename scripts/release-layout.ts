@@ -125,6 +125,9 @@ export function keepPackageFile(pkg: string, path: string, p: Platform): boolean
     return path.startsWith('lib/');
   }
   if (pkg === 'yaml') return path.startsWith('dist/');
+  // docex (docex-sync's dependency, our own workspace package): what its package.json "files"
+  // ships and nothing of its sources.
+  if (pkg === 'docex') return /^(bin|dist)\/[\w-]+\.js$/.test(path);
   return /\.(c|m)?js$|\.json$/.test(path);
 }
 

@@ -1,7 +1,8 @@
 /**
  * `npm run release [-- --platforms linux-x64,win-x64] [--out DIR] [--no-deb]`: the self-contained
  * docex-sync releases. For each platform of scripts/release-layout.ts, an archive (tar.gz; zip for
- * Windows) holding Node 24, the bundles of docex-sync and docex (scripts/build.ts), the runtime
+ * Windows) holding Node 24, the bundles of docex-sync and docex (scripts/build.ts; docex as the docex
+ * package in node_modules, where npm puts docex-sync's dependency), the runtime
  * packages with that platform's better-sqlite3 addon, the licences, the example config and the
  * launchers bin/docex-sync and bin/docex that run the Node inside; a Debian package from each Linux
  * archive; SHA256SUMS over all of them. Written to release/ (or --out), sizes printed.
@@ -141,7 +142,9 @@ async function thirdPartyLicenses(): Promise<string> {
   const shared = await read(join(repo, 'shared'));
   const seen = new Map<string, Awaited<ReturnType<typeof read>>>();
   const visit = async (name: string) => {
-    if (seen.has(name) || name.startsWith('@docex/') || name.startsWith('@types/')) return;
+    // Ours (the workspace's packages, docex among them) are under the LICENSE of the release.
+    if (seen.has(name) || name === 'docex' || name.startsWith('@docex/') || name.startsWith('@types/'))
+      return;
     const dir = join(repo, 'node_modules', name);
     if (!existsSync(dir)) return;
     const pkg = await read(dir);
@@ -381,7 +384,7 @@ export async function release(options: {
     version: string;
   };
   if (options.build !== false)
-    execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'daemon'], {
+    execFileSync(process.execPath, [join(repo, 'scripts/build.ts'), 'docex', 'daemon'], {
       cwd: repo,
       stdio: ['ignore', 'ignore', 'inherit'],
     });

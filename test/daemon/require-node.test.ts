@@ -1,5 +1,5 @@
 /**
- * The sentence an npm-installed docex-sync says on a Node older than 22 (daemon/bin/require-node.js),
+ * The sentence an npm-installed docex-sync or docex says on a Node older than 22 (cli/bin/require-node.js),
  * run by that older Node where the machine has one (Debian 12's nodejs is 20): it names the version
  * needed and the ways to install that need no Node at all (issue #39).
  */
@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const requireNode = join(import.meta.dirname, '../../daemon/bin/require-node.js');
+const requireNode = join(import.meta.dirname, '../../cli/bin/require-node.js');
 const oldNode = ['/usr/bin/node', '/usr/local/bin/node'].find(
   (p) =>
     existsSync(p) &&

@@ -6,11 +6,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { actionsOf, RESOURCE_COMMANDS, HELP_WIDTH, wrap } from '../../daemon/src/docex-cli/commands.ts';
-import { ConfigError } from '../../daemon/src/common/errors.ts';
-import { SetupSchema } from '../../daemon/src/docex-cli/setup/model.ts';
-import { formatPlan, type Plan } from '../../daemon/src/docex-cli/setup/plan.ts';
-import { parseYaml } from '../../daemon/src/common/yaml.ts';
+import { actionsOf, RESOURCE_COMMANDS, HELP_WIDTH, wrap } from '../../cli/src/commands.ts';
+import { ConfigError } from '../../cli-kit/src/errors.ts';
+import { SetupSchema } from '../../cli/src/setup/model.ts';
+import { formatPlan, type Plan } from '../../cli/src/setup/plan.ts';
+import { parseYaml } from '../../cli-kit/src/yaml.ts';
 import packageJson from '../../daemon/package.json' with { type: 'json' };
 import { invoiceTemplate } from '../support/templates.ts';
 import { ACME_KEY, inProcess, useCliWorld } from './helpers.ts';
@@ -208,6 +208,21 @@ describe('flags named once, alike in docex and docex-sync', () => {
       code: 2,
       stderr: 'docex rerun: give --template, --folder, --from/--to or --ids (or --all for every document)\n',
     });
+  });
+
+  it('rerun: the selection is checked as docex-sync rerun checks it, before any call (one parser)', async () => {
+    for (const [args, message] of [
+      [['--template', '0'], '--template must be a positive whole number (got "0")'],
+      [['--folder', '007x'], '--folder must be a positive whole number (got "007x")'],
+      [['--from', '2026-02-30'], '--from must be a calendar date YYYY-MM-DD (got "2026-02-30")'],
+      [['--to', '2026-1-5'], '--to must be a calendar date YYYY-MM-DD (got "2026-1-5")'],
+      [['--from', '2026-03-01', '--to', '2026-02-01'], '--from 2026-03-01 is after --to 2026-02-01'],
+    ] as const)
+      expect(await inProcess(['rerun', ...args]), args.join(' ')).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `docex rerun: ${message}\n`,
+      });
   });
 
   it('usage mistakes name the command and exit 2, as in docex-sync', async () => {

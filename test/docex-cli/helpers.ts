@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll } from 'vitest';
-import { main, type Io } from '../../daemon/src/docex-cli/docex.ts';
+import { main, type Io } from '../../cli/src/docex.ts';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import { createNodeClient } from '@docex/shared/node';
 
 export const ACME_KEY = 'sk-acme-secret-4711';
 export const GLOBEX_KEY = 'sk-globex-secret-0815';
-export const CLI = join(import.meta.dirname, '../../daemon/src/docex-cli/docex.ts');
+export const CLI = join(import.meta.dirname, '../../cli/src/docex.ts');
 
 export interface Run {
   code: number;
@@ -28,7 +28,7 @@ export interface RunOptions {
 export interface CliWorld {
   emulator: Emulator;
   dir: string;
-  /** Spawns `node daemon/src/docex-cli/docex.ts ...args` with the account's key in DOCEX_API_KEY (stdout is a pipe). */
+  /** Spawns `node cli/src/docex.ts ...args` with the account's key in DOCEX_API_KEY (stdout is a pipe). */
   docex(args: string[], options?: RunOptions): Promise<Run>;
   /** The same in this process (main() with a pipe as stdout): for checks that need no process of their own. */
   run(args: string[], options?: RunOptions): Promise<Run>;

@@ -7,12 +7,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Command, CommandRow } from '../../daemon/src/common/command.ts';
+import type { Command, CommandRow } from '../../cli-kit/src/command.ts';
 import { COMMANDS as SYNC_COMMANDS } from '../../daemon/src/commands/table.ts';
-import { PROGRAM as DOCEX } from '../../daemon/src/docex-cli/docex.ts';
+import { PROGRAM as DOCEX } from '../../cli/src/docex.ts';
 import { PROGRAM as DOCEX_SYNC } from '../../daemon/src/commands/docex-sync.ts';
-import { OPERATION_ROWS } from '../../daemon/src/docex-cli/commands.ts';
-import { COMMANDS as DOCEX_COMMANDS } from '../../daemon/src/docex-cli/table.ts';
+import { OPERATION_ROWS } from '../../cli/src/operation-rows.ts';
+import { COMMANDS as DOCEX_COMMANDS } from '../../cli/src/table.ts';
 import { closedPortUrl } from '../support/client.ts';
 import { syncInProcess } from '../daemon/helpers.ts';
 import { ACME_KEY, GLOBEX_KEY, inProcess, useCliWorld } from './helpers.ts';

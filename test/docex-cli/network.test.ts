@@ -18,7 +18,7 @@ import {
   type Tinyproxy,
 } from '../support/network.ts';
 import { inProcess } from './helpers.ts';
-import { EXIT } from '../../daemon/src/common/exit-codes.ts';
+import { EXIT } from '../../cli-kit/src/exit-codes.ts';
 
 const KEY = 'sk-net-secret-4711';
 const PASSWORD = 'pr0xy-pw-cli';

@@ -1,10 +1,10 @@
 /**
- * The docex binary as users get it: `npm pack` of the daemon package in a fresh clone (its prepack
- * builds), the tarball unpacked, and its `bin` entry run through a symlink named docex, the way npm
- * installs it. The tarball's npm dependencies come from this repo's node_modules.
+ * The docex binary as users get it: `npm pack` of the docex package (cli/) in a fresh clone (its
+ * prepack builds), the tarball unpacked, and its `bin` entry run through a symlink named docex, the
+ * way npm installs it. The tarball's npm dependencies come from this repo's node_modules.
  *
  * A plain `npm pack`: the repo's .npmrc lets the package's prepack run (README, "Packing and
- * publishing"); test/e2e/daemon-package.test.ts installs the same tarball with npm.
+ * publishing"); test/e2e/docex-package.test.ts installs the same tarball with npm, alone.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   execFileSync('git', ['clone', '--quiet', '--no-hardlinks', repo, join(dir, 'clone')]);
   await symlink(join(repo, 'node_modules'), join(dir, 'clone', 'node_modules'));
   const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
-    cwd: join(dir, 'clone', 'daemon'),
+    cwd: join(dir, 'clone', 'cli'),
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -57,10 +57,12 @@ const run = (args: string[]) =>
   });
 
 describe('the packed docex binary', { timeout: 60_000 }, () => {
-  it('is in the tarball as an executable bin next to docex-sync', async () => {
+  it('is in the tarball as an executable bin, with no native or daemon dependency', async () => {
     const manifest = JSON.parse(await readFile(join(dir, 'installed', 'package', 'package.json'), 'utf8'));
-    // Each bin is a launcher that checks the Node version, then loads its bundle from dist/.
-    expect(manifest.bin).toEqual({ 'docex-sync': 'bin/docex-sync.js', docex: 'bin/docex.js' });
+    // The bin is a launcher that checks the Node version, then loads its bundle from dist/.
+    expect(manifest.bin).toEqual({ docex: 'bin/docex.js' });
+    // yaml is required on first use (cli-kit/src/lazy.ts); the rest is in the bundle.
+    expect(Object.keys(manifest.dependencies)).toEqual(['yaml']);
     const file = join(dir, 'installed', 'package', 'bin', 'docex.js');
     expect((await readFile(file, 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
     expect((await stat(file)).mode & 0o111).not.toBe(0);

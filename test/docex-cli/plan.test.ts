@@ -1,7 +1,7 @@
 /** Templates as code, the pure part: plan(desired, account) → actions, checked without a service. */
 import { describe, expect, it } from 'vitest';
-import type { Account, RemoteTemplate, Setup } from '../../daemon/src/docex-cli/setup/model.ts';
-import { checkPrune, formatPlan, plan, PlanError } from '../../daemon/src/docex-cli/setup/plan.ts';
+import type { Account, RemoteTemplate, Setup } from '../../cli/src/setup/model.ts';
+import { checkPrune, formatPlan, plan, PlanError } from '../../cli/src/setup/plan.ts';
 
 const desired = (): Setup => ({
   version: 1,

@@ -2,15 +2,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../daemon/src/common/errors.ts';
+import { ConfigError } from '../../cli-kit/src/errors.ts';
 import {
   checkSetup,
   SetupSchema,
   setupToYaml,
   toSetup,
   type Account,
-} from '../../daemon/src/docex-cli/setup/model.ts';
-import { parseYaml } from '../../daemon/src/common/yaml.ts';
+} from '../../cli/src/setup/model.ts';
+import { parseYaml } from '../../cli-kit/src/yaml.ts';
 
 const load = (text: string) => {
   const located = parseYaml(text, 'setup.yaml', SetupSchema);

@@ -24,8 +24,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HELP_WORDS, VERSION_WORDS } from '../../daemon/src/common/flags.ts';
-import { COMMANDS } from '../../daemon/src/docex-cli/table.ts';
+import { HELP_WORDS, VERSION_WORDS } from '../../cli-kit/src/flags.ts';
+import { COMMANDS } from '../../cli/src/table.ts';
 import { startEmulator } from '../../emulator/index.ts';
 import { eagerModuleWrappers } from '../../scripts/eager-modules.ts';
 
@@ -74,7 +74,7 @@ const heavy = (modules: string[]) =>
 
 const SOURCES = {
   'docex-sync': 'daemon/src/commands/docex-sync.ts',
-  docex: 'daemon/src/docex-cli/docex.ts',
+  docex: 'cli/src/docex.ts',
 };
 
 describe('from the sources', () => {
@@ -135,7 +135,7 @@ describe('from the sources', () => {
         words.join(' '),
       ).toEqual([]);
       expect(
-        modules.filter((m) => /\/docex-cli\/(context|profile|output|operation-run|failure)\.ts$/.test(m)),
+        modules.filter((m) => /\/cli\/src\/(context|profile|output|operation-run|failure)\.ts$/.test(m)),
         words.join(' '),
       ).toEqual([]);
     }
@@ -158,7 +158,7 @@ writeFileSync(
   syncBundle,
   `(await import(${JSON.stringify(pathToFileURL(join(repo, 'daemon/dist/cli.js')).href)})).run(process.argv.slice(2));\n`,
 );
-const BUNDLES = { docex: 'daemon/dist/docex.js', 'docex-sync': syncBundle };
+const BUNDLES = { docex: 'cli/dist/docex.js', 'docex-sync': syncBundle };
 
 /** What a bundle itself prints (stdout) and its exit code, without the bin's early answers. */
 const fromBundle = (command: 'docex' | 'docex-sync', args: string[]) => {
@@ -191,11 +191,11 @@ fs.writeSync = function (fd) {
 
 describe('the shipped bundles', () => {
   beforeAll(() => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    execFileSync(process.execPath, ['scripts/build.ts', 'docex', 'daemon'], { cwd: repo, stdio: 'ignore' });
   }, 120_000);
 
   it("the bins' early --version answer writes everything, in pieces if need be, and gives up only on a gone reader", async () => {
-    const { writeOut } = (await import(pathToFileURL(join(repo, 'daemon/bin/answers.js')).href)) as {
+    const { writeOut } = (await import(pathToFileURL(join(repo, 'cli/bin/answers.js')).href)) as {
       writeOut(
         fs: { writeSync: (...a: unknown[]) => number },
         bytes: Buffer,
@@ -236,7 +236,7 @@ describe('the shipped bundles', () => {
     expect(readdirSync(join(cache, 'docex-sync', 'compile-cache')).length).toBeGreaterThan(0);
     // Only the last folder is made: a cache folder whose parent is missing means no cache.
     const deeper = join(dir, 'missing', 'cache');
-    const output = execFileSync(process.execPath, ['daemon/bin/docex.js', 'account', 'check', '--help'], {
+    const output = execFileSync(process.execPath, ['cli/bin/docex.js', 'account', 'check', '--help'], {
       cwd: repo,
       env: { ...env, XDG_CACHE_HOME: deeper },
       encoding: 'utf8',
@@ -247,7 +247,7 @@ describe('the shipped bundles', () => {
 
   for (const [command, bin] of [
     ['docex-sync', 'daemon/bin/docex-sync.js'],
-    ['docex', 'daemon/bin/docex.js'],
+    ['docex', 'cli/bin/docex.js'],
   ] as const) {
     it(`${command} --version, -v, -V, version, --help, -h, help and no command read no bundle and answer as the bundle, byte for byte`, () => {
       for (const args of [...[...VERSION_WORDS, ...HELP_WORDS].map((w) => [w]), []]) {
@@ -260,7 +260,7 @@ describe('the shipped bundles', () => {
         );
         expect(status, what).toBe(args.length ? 0 : 2);
         expect(
-          modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/daemon\//, '')),
+          modules.filter((m) => m.startsWith('file:')).map((m) => m.replace(/^.*\/(daemon|cli)\//, '')),
           what,
         ).toEqual([
           `bin/${bin.split('/').at(-1)}`,
@@ -346,8 +346,8 @@ describe('the shipped bundles', () => {
       expect(stdout).toMatch(/\nUsage: /);
       expect(heavy(modules)).toEqual([]);
       // Only the entry and the chunks it imports statically.
-      const rest = modules.filter((m) => m.startsWith('file:') && m.includes('/daemon/dist/'));
-      expect(rest[0]).toMatch(/\/daemon\/dist\/(cli|docex)\.js$/);
+      const rest = modules.filter((m) => m.startsWith('file:') && /\/(daemon|cli)\/dist\//.test(m));
+      expect(rest[0]).toMatch(/\/(daemon\/dist\/cli|cli\/dist\/docex)\.js$/);
       expect(rest.slice(1).filter((m) => !/\/daemon\/dist\/chunks\/chunk-[\w-]+\.js$/.test(m))).toEqual([]);
     });
   }
@@ -358,7 +358,7 @@ describe('the shipped bundles', () => {
 // bring one back unnoticed.
 describe('no ICU list data at start', () => {
   it('the shipped docex runs folders list --json without making one', async () => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
+    execFileSync(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo, stdio: 'ignore' });
     const spy = join(dir, 'list-format-spy.mjs');
     writeFileSync(
       spy,
@@ -371,7 +371,7 @@ Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'
     try {
       const { stdout, stderr } = await runAsync(
         process.execPath,
-        ['--import', spy, 'daemon/bin/docex.js', 'folders', 'list', '--json'],
+        ['--import', spy, 'cli/bin/docex.js', 'folders', 'list', '--json'],
         {
           cwd: repo,
           env: {
@@ -421,11 +421,11 @@ describe("docex's module wrappers compiled with the file, for the compile cache 
   });
 
   it('in the shipped docex.js, every module wrapper', () => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'daemon'], { cwd: repo, stdio: 'ignore' });
-    const bundle = readFileSync(join(repo, 'daemon/dist/docex.js'), 'utf8');
+    execFileSync(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo, stdio: 'ignore' });
+    const bundle = readFileSync(join(repo, 'cli/dist/docex.js'), 'utf8');
     expect(bundle.match(/__(esm|commonJS)\(\{"[^"]+"\(/g) ?? []).toEqual([]);
     expect((bundle.match(/__(esm|commonJS)\(\{"[^"]+":\(function\(/g) ?? []).length).toBeGreaterThan(100);
-  });
+  }, 120_000);
 });
 
 describe('docex folders list from the sources, against the emulator', () => {
@@ -454,7 +454,7 @@ describe('docex folders list from the sources, against the emulator', () => {
       await emulator.stop();
     }
     const modules = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-    expect(modules.some((m) => m.endsWith('/daemon/src/common/api-config.ts'))).toBe(true);
+    expect(modules.some((m) => m.endsWith('/cli-kit/src/api-config.ts'))).toBe(true);
     expect(modules.filter((m) => /\/daemon\/src\/(common|mail)\/config\.ts$/.test(m))).toEqual([]);
   });
 });

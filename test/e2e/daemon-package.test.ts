@@ -3,6 +3,10 @@
  * of the repo (test/e2e/pack.ts; the run's one pack, made by the e2e global set-up), `npm install -g`
  * of the tarball into a fresh prefix outside the repo, so the installed command can only use its own dependencies; then `--version`, `check`,
  * `run` on a dropped file against the emulator, and a clean stop.
+ *
+ * Its dependency docex (cli/) is not on the registry until it is published: it is installed from its
+ * tarball in the same command, as the registry would give it; npm resolves docex-sync's dependency
+ * to it and fetches nothing.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -56,7 +60,15 @@ beforeAll(async () => {
   emulator = await startEmulator({ port: 0, taskDelayMs: 30, companies: [{ name: 'Ops', apiKey: KEY }] });
   prefix = join(dir, 'prefix');
   const installed = npm(
-    ['install', '--global', '--prefix', prefix, '--prefer-offline', packed.tarballs['docex-sync']!],
+    [
+      'install',
+      '--global',
+      '--prefix',
+      prefix,
+      '--prefer-offline',
+      packed.tarballs.docex!,
+      packed.tarballs['docex-sync']!,
+    ],
     dir,
   );
   expect(installed.status, installed.stderr).toBe(0);
@@ -80,14 +92,11 @@ describe('the docex-sync package from a plain npm pack', () => {
       [
         'CHANGELOG.md',
         'README.md',
-        'bin/compile-cache.js',
         'bin/daemon-heap.js',
         'bin/docex-sync.js',
+        // docex's bin, which runs the docex package's (a dependency): no copy of docex inside.
         'bin/docex.js',
-        'bin/require-node.js',
-        'bin/answers.js',
         'dist/cli.js',
-        'dist/docex.js',
         'dist/answers.js',
         'package.json',
       ].sort(),
@@ -104,16 +113,20 @@ describe('the docex-sync package from a plain npm pack', () => {
       }),
     ) as { dependencies?: Record<string, string> };
     const required = new Set<string>();
-    const bundles = packed.list(packed.tarballs['docex-sync']!).filter((f) => /^dist\/.*\.js$/.test(f));
-    expect(bundles).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/docex.js']));
+    const bundles = packed.list(packed.tarballs['docex-sync']!).filter((f) => /^(dist|bin)\/.*\.js$/.test(f));
+    expect(bundles).toEqual(expect.arrayContaining(['dist/cli.js', 'bin/docex.js']));
     for (const bundle of bundles) {
       const code = execFileSync('tar', ['-xOzf', packed.tarballs['docex-sync']!, `package/${bundle}`], {
         encoding: 'utf8',
         maxBuffer: 256 * 1024 * 1024,
       });
-      for (const [, name] of code.matchAll(/(?<![\w$])(?:__require|require|load\d*)\("([^"]+)"\)/g)) {
-        if (!isBuiltin(name!))
-          required.add(name!.startsWith('@') ? name!.split('/').slice(0, 2).join('/') : name!.split('/')[0]!);
+      // A bin imports docex's start-up helpers and bin (`import ... from 'docex/bin/...'`).
+      for (const [, requiredName, imported] of code.matchAll(
+        /(?<![\w$])(?:__require|require|load\d*)\("([^"]+)"\)|^import (?:[^'"]* from )?'([^.'][^']*)'/gm,
+      )) {
+        const name = requiredName ?? imported!;
+        if (!isBuiltin(name))
+          required.add(name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0]!);
       }
     }
     expect(Object.keys(installedManifest.dependencies ?? {}).sort()).toEqual([...required].sort());
@@ -127,9 +140,17 @@ describe('the docex-sync package from a plain npm pack', () => {
     expect(result.stderr).toContain('docex-sync@');
   });
 
-  it('answers --version with the package version', () => {
+  it('answers --version with the package version, and keeps docex on PATH', () => {
     expect(execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim()).toBe(
       `docex-sync ${manifest.version}`,
+    );
+    expect(execFileSync(join(prefix, 'bin', 'docex'), ['--version'], { encoding: 'utf8' })).toMatch(
+      /^docex \d+\.\d+\.\d+\n$/,
+    );
+    // docex-sync's own bin/docex (what a docex-sync install links where docex is not beside it) runs it too.
+    const own = join(prefix, 'lib', 'node_modules', 'docex-sync', 'bin', 'docex.js');
+    expect(execFileSync(process.execPath, [own, 'folders', '--help'], { encoding: 'utf8' })).toMatch(
+      /^Usage: docex folders <action>/,
     );
   });
 

@@ -1,6 +1,6 @@
 /**
- * The packages packed the way README.md, docs/n8n.md and docs/daemon.md say: a plain `npm pack` at
- * the root (n8n-nodes-docex) and in daemon/ (docex-sync), in a clean copy of the repo that holds no
+ * The packages packed the way README.md, docs/n8n.md, docs/cli.md and docs/daemon.md say: a plain
+ * `npm pack` at the root (n8n-nodes-docex), in cli/ (docex) and in daemon/ (docex-sync), in a clean copy of the repo that holds no
  * build output, so only the packages' own `prepack` can build what ships.
  *
  * The copy holds the files git tracks or would track (committed or not, minus .gitignore'd ones:
@@ -18,8 +18,12 @@ import { dirname, join } from 'node:path';
 
 export const repo = join(import.meta.dirname, '../..');
 
-export type PackageName = 'n8n-nodes-docex' | 'docex-sync';
-const packageDirs: Record<PackageName, string> = { 'n8n-nodes-docex': '.', 'docex-sync': 'daemon' };
+export type PackageName = 'n8n-nodes-docex' | 'docex' | 'docex-sync';
+const packageDirs: Record<PackageName, string> = {
+  'n8n-nodes-docex': '.',
+  docex: 'cli',
+  'docex-sync': 'daemon',
+};
 
 export interface Packed {
   /** Scratch folder holding the copy, the tarballs and anything a test adds; remove() deletes it. */
@@ -33,7 +37,9 @@ export interface Packed {
   remove(): void;
 }
 
-export function packAsDocumented(packages: PackageName[] = ['n8n-nodes-docex', 'docex-sync']): Packed {
+export function packAsDocumented(
+  packages: PackageName[] = ['n8n-nodes-docex', 'docex', 'docex-sync'],
+): Packed {
   const dir = mkdtempSync(join(tmpdir(), 'docex-pack-'));
   const clone = join(dir, 'clone');
   const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
@@ -102,7 +108,7 @@ export function packedIn(dir: string, tarballs: Partial<Record<PackageName, stri
   };
 }
 
-// `node test/e2e/pack.ts`: packs both packages and prints the folder and tarballs as JSON (the e2e
+// `node test/e2e/pack.ts`: packs the three packages and prints the folder and tarballs as JSON (the e2e
 // global set-up runs it in a child process, so that its event loop is never blocked by a pack).
 if (import.meta.main) {
   const packed = packAsDocumented();

@@ -14,6 +14,11 @@ import { join } from 'node:path';
 import { repo } from './pack.ts';
 
 const INPUTS = [
+  'cli/src',
+  'cli/bin',
+  'cli/package.json',
+  'cli-kit/src',
+  'cli-kit/package.json',
   'daemon/src',
   'daemon/bin',
   'daemon/package.json',

@@ -115,7 +115,9 @@ describe('the release', () => {
         `${APP_DIR}/bin/docex-sync.js`,
         `${APP_DIR}/bin/docex.js`,
         `${APP_DIR}/dist/cli.js`,
-        `${APP_DIR}/dist/docex.js`,
+        // docex is the docex package, docex-sync's dependency, as npm installs it.
+        `${APP_DIR}/node_modules/docex/bin/docex.js`,
+        `${APP_DIR}/node_modules/docex/dist/docex.js`,
         `${APP_DIR}/node_modules/yaml/package.json`,
         `${APP_DIR}/node_modules/node-cron/package.json`,
       ])
@@ -139,6 +141,14 @@ describe('the release', () => {
         files.filter((f) => /\.map$|\.d\.[cm]?ts$|^node\/include\/|\.gyp$|\.(c|cc|cpp|h)$/.test(f)),
       ).toEqual([]);
       expect(files.filter((f) => f.includes('node-addon-api'))).toEqual([]);
+      // Of docex, what its package ships (bin, dist), not its sources.
+      expect(
+        files.filter(
+          (f) =>
+            f.startsWith(`${APP_DIR}/node_modules/docex/`) &&
+            !/\/(bin|dist)\/[\w-]+\.js$|\/package\.json$/.test(f),
+        ),
+      ).toEqual([]);
       const launcher = await readFile(join(top, launchers[0]!), 'utf8');
       if (p.archive === 'zip') expect(launcher).toContain('%~dp0..\\node\\node.exe');
       else expect(launcher).toContain('exec "$root/node/bin/node"');

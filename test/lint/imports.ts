@@ -17,6 +17,10 @@ const PACKAGES: Record<string, string> = {
   '@docex/shared/node': 'shared/src/node/index.ts',
 };
 
+/** The command kit's modules, one door each: `@docex/cli-kit/args` is cli-kit/src/args.ts. */
+const kitFile = (spec: string) =>
+  spec.startsWith('@docex/cli-kit/') ? `cli-kit/src/${spec.slice('@docex/cli-kit/'.length)}.ts` : undefined;
+
 /** How a file imports another: its values, only its types, or lazily at run time. */
 export type ImportKind = 'value' | 'type' | 'dynamic';
 
@@ -58,7 +62,9 @@ export function importEdges(root: string, files: string[]): ImportEdge[] {
   for (const file of files) {
     const text = readFileSync(join(root, file), 'utf8');
     const target = (spec: string) =>
-      spec.startsWith('.') ? relative(root, resolve(root, dirname(file), spec)) : PACKAGES[spec];
+      spec.startsWith('.')
+        ? relative(root, resolve(root, dirname(file), spec))
+        : (PACKAGES[spec] ?? kitFile(spec));
     for (const m of text.matchAll(STATIC)) {
       const to = target(m[3] ?? m[4]!);
       const kind = isTypeOnly(m[2] ?? '') ? 'type' : 'value';

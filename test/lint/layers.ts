@@ -35,7 +35,7 @@ export const DAEMON_LAYERS: Layer[] = [
   { name: 'app', rank: 8, paths: ['daemon/src/app/'] },
   // the binaries' commands
   { name: 'commands', rank: 9, paths: ['daemon/src/commands/'] },
-  { name: 'docex-cli', rank: 9, paths: ['daemon/src/docex-cli/'] },
+  { name: 'docex-cli', rank: 9, paths: ['cli/src/'] },
 ];
 
 export function layerOf(file: string, layers: Layer[]): Layer | undefined {

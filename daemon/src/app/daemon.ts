@@ -20,7 +20,7 @@ import { wakeOnOtherWriters } from '../pipeline/wakeup.ts';
 import { auditAnnouncer } from './audit-log.ts';
 import type { KeyCheck } from './preflight.ts';
 import { pruneOnSchedule } from '../jobs/retention.ts';
-import { EXIT, KeyRefusedError } from '../common/exit.ts';
+import { EXIT, KeyRefusedError } from '@docex/cli-kit/exit';
 import { FolderWatcher } from '../intake/watcher.ts';
 import { steadyClock } from '../common/clock.ts';
 import type { MailIntake, MailboxRetry } from '../mail/intake.ts';

@@ -8,9 +8,9 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DocexNotFoundError, DocexPermissionError, HINTS, type DocexClient } from '@docex/shared';
-import { syncTerms } from '../common/api-config.ts';
+import { syncTerms } from '@docex/cli-kit/api-config';
 import type { ConfigSlice } from '../config/config.ts';
-import { EXIT, exitCodeFor, type ExitCode } from '../common/exit.ts';
+import { EXIT, exitCodeFor, type ExitCode } from '@docex/cli-kit/exit';
 
 export interface CheckReport {
   /** One line each: `key: what is wrong`. */

@@ -1,6 +1,6 @@
 /** Who a command's decision is recorded as in the audit trail: the OS user running it. */
 import { userInfo } from 'node:os';
-import type { Io } from '../common/command.ts';
+import type { Io } from '@docex/cli-kit/command';
 import type { Actor } from '../store/audit.ts';
 
 export function cliActor(io: Io): Actor {

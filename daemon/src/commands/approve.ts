@@ -1,8 +1,8 @@
 /** `docex-sync approve`: documents waiting for review, named (as found or as waiting) or all, approved. */
-import { isOn } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {

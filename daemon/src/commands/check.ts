@@ -1,5 +1,5 @@
 /** `docex-sync check`: proves the config (keys, folders, key, ids) and exits; one line per problem. */
-import type { Command } from '../common/command.ts';
+import type { Command } from '@docex/cli-kit/command';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {

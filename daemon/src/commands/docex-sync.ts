@@ -8,15 +8,15 @@
  * `docex-sync --version` starts about as fast as Node itself.
  */
 import packageJson from '../../package.json' with { type: 'json' };
-import { text } from '../common/args.ts';
-import { commandList, processIo, runProgram, type Program } from '../common/command.ts';
-import { ConfigError, UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { configFlag, DEBUG_FLAG, HELP_FLAG } from '../common/flags.ts';
+import { text } from '@docex/cli-kit/args';
+import { commandList, processIo, runProgram, type Program } from '@docex/cli-kit/command';
+import { ConfigError, UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { configFlag, DEBUG_FLAG, HELP_FLAG } from '@docex/cli-kit/flags';
 import type { SyncIo } from './io.ts';
 import { COMMANDS } from './table.ts';
 
-export { EXIT } from '../common/exit-codes.ts';
+export { EXIT } from '@docex/cli-kit/exit-codes';
 
 /** The main help; scripts/build.ts also writes it into dist/answers.js for the installed bin. */
 export const mainHelp =
@@ -50,9 +50,9 @@ export const PROGRAM: Program<SyncIo> = {
     const configFile = options && (text(options, 'config') ?? io.env.DOCEX_SYNC_CONFIG);
     const named = error instanceof ConfigError && configFile && !message.startsWith(configFile);
     const [{ exitCodeFor }, { withHint }, { syncTerms }, { loadConfig }] = await Promise.all([
-      import('../common/exit.ts'),
-      import('../common/failure-hints.ts'),
-      import('../common/api-config.ts'),
+      import('@docex/cli-kit/exit'),
+      import('@docex/cli-kit/failure-hints'),
+      import('@docex/cli-kit/api-config'),
       import('../config/config.ts'),
     ]);
     // A refused key or an address where no service answers: what to do, in docex-sync's terms.

@@ -5,10 +5,10 @@
  */
 import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
-import { text, type Options } from '../common/args.ts';
-import type { Io } from '../common/command.ts';
+import { text, type Options } from '@docex/cli-kit/args';
+import type { Io } from '@docex/cli-kit/command';
 import type { Config } from '../config/config.ts';
-import { UsageError } from '../common/errors.ts';
+import { UsageError } from '@docex/cli-kit/errors';
 
 export interface Signals {
   on(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;

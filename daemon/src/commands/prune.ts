@@ -1,7 +1,7 @@
 /** `docex-sync prune`: what retention says is old enough, deleted (or, with --dry-run, only listed). */
-import { isOn } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {

@@ -1,6 +1,6 @@
 /** `docex-sync pull`: one pull of the documents changed since the stored cursor. */
-import type { Command } from '../common/command.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import type { Command } from '@docex/cli-kit/command';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {

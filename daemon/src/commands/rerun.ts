@@ -1,27 +1,11 @@
 /** `docex-sync rerun`: a one-off bulk rerun, every flag checked before the first call. */
-import { isOn, text } from '../common/args.ts';
-import type { Command, Io } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { RERUN_FLAGS } from '../common/flags.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command, Io } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { RERUN_FLAGS } from '@docex/cli-kit/flags';
+import { rerunSelection, selectsEverything } from '@docex/cli-kit/rerun-flags';
 import type { SyncIo } from './io.ts';
-
-/** YYYY-MM-DD and a real calendar day, checked before any call; the message names the flag. */
-export function dateFlag(flag: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
-  const date = day ? new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]))) : undefined;
-  if (!date || date.toISOString().slice(0, 10) !== value)
-    throw new UsageError(`--${flag} must be a calendar date YYYY-MM-DD (got "${value}")`);
-  return value;
-}
-
-const positive = (flag: string, value: string | undefined) => {
-  if (value === undefined) return undefined;
-  if (!/^[1-9]\d*$/.test(value))
-    throw new UsageError(`--${flag} must be a positive whole number (got "${value}")`);
-  return Number(value);
-};
 
 /** A rerun without any filter reruns the whole company: only with --all or a yes on a terminal. */
 async function confirmWholeCompany(all: boolean, io: Io): Promise<boolean> {
@@ -52,17 +36,16 @@ Without any filter, every document of the company is rerun: that needs --all (or
 The service decides which documents are eligible; --override reruns documents it would otherwise skip.`,
   flags: RERUN_FLAGS,
   async run(options, io) {
-    // Everything the flags say is checked before the first call.
+    // Everything the flags say is checked before the first call (the kit's one parser, as docex's).
+    const selection = rerunSelection(options);
     const filters = {
-      template_id: positive('template', text(options, 'template')),
-      folder_id: positive('folder', text(options, 'folder')),
-      created_from: dateFlag('from', text(options, 'from')),
-      created_to: dateFlag('to', text(options, 'to')),
+      template_id: selection.template_id,
+      folder_id: selection.folder_id,
+      created_from: selection.from,
+      created_to: selection.to,
     };
-    if (filters.created_from && filters.created_to && filters.created_from > filters.created_to)
-      throw new UsageError(`--from ${filters.created_from} is after --to ${filters.created_to}`);
     const [override, dryRun] = [isOn(options, 'override'), isOn(options, 'dry-run')];
-    const unfiltered = Object.values(filters).every((v) => v === undefined);
+    const unfiltered = selectsEverything(selection);
     const [{ open }, { StateDb }, { createNotifier }, { runRerun }, { progressBar }] = await Promise.all([
       import('./context.ts'),
       import('../store/state.ts'),

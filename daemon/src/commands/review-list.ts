@@ -1,8 +1,8 @@
 /** `docex-sync review list`: the documents waiting for a person's approval, with why and since when. */
-import { isOn } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { JSON_FLAG } from '../common/flags.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { JSON_FLAG } from '@docex/cli-kit/flags';
 import type { SyncIo } from './io.ts';
 
 /** `--json`'s schema name: a script can check it, as with `status --json` (docs/daemon.md). */

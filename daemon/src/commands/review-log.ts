@@ -1,9 +1,9 @@
 /** `docex-sync review log`: the audit trail, who approved, rejected, corrected or retried what, and when. */
-import { isOn, text } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { JSON_FLAG } from '../common/flags.ts';
+import { isOn, text } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { JSON_FLAG } from '@docex/cli-kit/flags';
 import type { SyncIo } from './io.ts';
 
 /** `--json`'s schema name (docs/daemon.md). */

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { DocexClient } from '@docex/shared';
-import type { Command } from '../common/command.ts';
+import type { Command } from '@docex/cli-kit/command';
 import type { Config, ConfigError } from '../config/config.ts';
 import type { RunningDaemon, StartOptions } from '../app/daemon.ts';
 import type { Context } from './context.ts';
@@ -40,7 +40,7 @@ const engine = async () => {
     import('../config/config.ts'),
     import('../app/daemon.ts'),
     import('../app/preflight.ts'),
-    import('../common/exit.ts'),
+    import('@docex/cli-kit/exit'),
     import('../store/state.ts'),
     import('../domain/disk-space.ts'),
     import('../store/room.ts'),

@@ -1,7 +1,7 @@
 /** `docex-sync status`: what needs attention, files per state and per watch; the exit code says the health. */
-import { isOn } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { JSON_FLAG } from '../common/flags.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { JSON_FLAG } from '@docex/cli-kit/flags';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {

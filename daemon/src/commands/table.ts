@@ -3,7 +3,7 @@
  * file only when that command runs or shows its help; adding a command is its file and its row
  * (docs/architecture.md, "Commands").
  */
-import type { CommandRow } from '../common/command.ts';
+import type { CommandRow } from '@docex/cli-kit/command';
 import type { SyncIo } from './io.ts';
 
 export const COMMANDS: ReadonlyArray<CommandRow<SyncIo>> = [

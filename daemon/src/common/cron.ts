@@ -4,7 +4,7 @@
  * although nothing runs as written (a step larger than its field, "*\/61": every 61 minutes runs
  * once an hour). A problem names the field and its range.
  */
-import { nodeCron } from './lazy.ts';
+import { nodeCron } from '@docex/cli-kit/lazy';
 
 interface Field {
   name: string;

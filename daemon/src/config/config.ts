@@ -3,11 +3,11 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { z } from 'zod/v4';
 import { reviewSettingsSchema, rulesFromSettings, type ReviewSettings } from '@docex/shared';
 import { resultSettings } from './result-settings.ts';
-import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
+import { CONFIG_MEANINGS } from '@docex/cli-kit/config-meanings';
 import { cronProblem } from '../common/cron.ts';
 import { MailboxSection, mailboxProblems, resolveMailboxes } from './mail.ts';
-import { ApiSection, positiveInt } from '../common/api-config.ts';
-import { invalidFile, readYamlFile } from '../common/yaml.ts';
+import { ApiSection, positiveInt } from '@docex/cli-kit/api-config';
+import { invalidFile, readYamlFile } from '@docex/cli-kit/yaml';
 import { parseNamePattern } from '../common/names.ts';
 import { globMatcher } from '../common/glob.ts';
 
@@ -261,16 +261,16 @@ export type WatchConfig = Config['watch'][number];
 export type RerunConfig = Config['reruns'][number];
 export type NotifyConfig = NonNullable<Config['notify']>;
 
-export { ConfigError } from '../common/errors.ts';
+export { ConfigError } from '@docex/cli-kit/errors';
 export {
   ApiSection,
   apiKeyFrom,
   baseUrlFrom,
   connectionFrom,
   type ApiSettings,
-} from '../common/api-config.ts';
+} from '@docex/cli-kit/api-config';
 
-export { keysAt } from '../common/yaml.ts';
+export { keysAt } from '@docex/cli-kit/yaml';
 export { globMatcher, nameRegExp } from '../common/glob.ts';
 
 const isInside = (parent: string, child: string) => {

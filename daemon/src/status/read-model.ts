@@ -3,7 +3,7 @@
  * read from the state DB in one place so that they cannot disagree.
  */
 import { HINTS } from '@docex/shared';
-import { syncTerms } from '../common/api-config.ts';
+import { syncTerms } from '@docex/cli-kit/api-config';
 import type { ConfigSlice } from '../config/config.ts';
 import { FILE_STATES, type FileRow, type FileState } from '../domain/lifecycle.ts';
 import { mailboxHealth, mailboxStatus, type MailboxStatus } from '../mail/status.ts';

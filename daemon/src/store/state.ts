@@ -18,7 +18,7 @@ import { hostname } from 'node:os';
 import { dirname, sep } from 'node:path';
 import { crashPoint } from '../common/crash-point.ts';
 import { AUDIT_MIGRATION } from './audit.ts';
-import { StateDbUnusableError } from '../common/exit.ts';
+import { StateDbUnusableError } from '@docex/cli-kit/exit';
 import { ACTIVE_STATES, FILE_STATES, NEVER, type FileRow, type FileState } from '../domain/lifecycle.ts';
 
 /**

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../daemon/src/config/config.ts';
 import { colorAllowed } from '../../../daemon/src/common/logging.ts';
-import { closest } from '../../../daemon/src/common/suggest.ts';
+import { closest } from '../../../cli-kit/src/suggest.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { calibrate, invoice, makeWorld, SECRET, syncInProcess, until, type World } from '../helpers.ts';
 

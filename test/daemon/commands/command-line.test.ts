@@ -4,8 +4,8 @@
  * that need a real process.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseFlags } from '../../../daemon/src/common/args.ts';
-import { RERUN_FLAGS } from '../../../daemon/src/common/flags.ts';
+import { parseFlags } from '../../../cli-kit/src/args.ts';
+import { RERUN_FLAGS } from '../../../cli-kit/src/flags.ts';
 import { COMMANDS } from '../../../daemon/src/commands/table.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, syncInProcess, type World } from '../helpers.ts';

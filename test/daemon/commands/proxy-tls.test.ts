@@ -11,7 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EXIT } from '../../../daemon/src/common/exit-codes.ts';
+import { EXIT } from '../../../cli-kit/src/exit-codes.ts';
 import { freePort } from '../../e2e/services.ts';
 import {
   ensureHosts,

@@ -5,7 +5,7 @@
 import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { DocexError } from '@docex/shared';
-import { EXIT, exitCodeFor } from '../../../daemon/src/common/exit.ts';
+import { EXIT, exitCodeFor } from '../../../cli-kit/src/exit.ts';
 import { ConfigError } from '../../../daemon/src/config/config.ts';
 import { BASE, fakeTimeClient } from '../../support/client.ts';
 

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod/v4';
 import { ConfigSchema } from '../../../daemon/src/config/config.ts';
-import { CONFIG_MEANINGS } from '../../../daemon/src/common/config-meanings.ts';
-import { check as checkWith, keyPath } from '../../../daemon/src/common/yaml.ts';
-import { nodeAt, phrase, type KeyMeanings } from '../../../daemon/src/common/plain-words.ts';
-import { CliConfigSchema } from '../../../daemon/src/docex-cli/profile.ts';
+import { CONFIG_MEANINGS } from '../../../cli-kit/src/config-meanings.ts';
+import { check as checkWith, keyPath } from '../../../cli-kit/src/yaml.ts';
+import { nodeAt, phrase, type KeyMeanings } from '../../../cli-kit/src/plain-words.ts';
+import { CliConfigSchema } from '../../../cli/src/profile.ts';
 import { syncInProcess } from '../helpers.ts';
 
 /** The validation library's own phrasing: none of it may reach a person. */

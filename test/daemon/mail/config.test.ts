@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../daemon/src/config/config.ts';
-import { ConfigError } from '../../../daemon/src/common/errors.ts';
+import { ConfigError } from '../../../cli-kit/src/errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'docex-mail-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

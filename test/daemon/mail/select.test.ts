@@ -1,6 +1,6 @@
 /** What a message yields: rules by sender and subject, attachment policy, and hostile MIME that must never throw or name a path. */
 import { describe, expect, it } from 'vitest';
-import { keyPath } from '../../../daemon/src/common/yaml.ts';
+import { keyPath } from '../../../cli-kit/src/yaml.ts';
 import { MailboxSection, mailboxProblems, targetKey } from '../../../daemon/src/config/mail.ts';
 import { messageYield, ruleFor } from '../../../daemon/src/mail/select.ts';
 import { mimeMessage } from '../../support/dovecot.ts';

@@ -1,6 +1,6 @@
 /**
  * zod's issues said in the words of whoever wrote the YAML file, once for every file of both
- * binaries (common/yaml.ts): what is wrong with the key and what a valid value looks like ("is
+ * binaries (yaml.ts): what is wrong with the key and what a valid value looks like ("is
  * missing: set it to the folder where ...", "must be a whole number of days (1 or more), e.g. 30,
  * not 0.0001"), never the library's "Invalid input: expected int, received number".
  *

@@ -1,8 +1,8 @@
 /** `docex templates list`: every template of the account (or of one folder) as one table. */
-import { text } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { text } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 
 /** A whole number given on the command line, or a usage mistake naming it. */
 export function wholeNumber(value: string, what: string): number {

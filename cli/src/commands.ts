@@ -1,8 +1,8 @@
 /**
  * The operation table seen from the shell: every operation becomes `docex <resource> <action>` (a
- * row of docex's table, its Command made by operation-command.ts), its parameters become flags, and
- * its help is made from the table's descriptions. Pure: nothing here reads files or talks to the
- * service.
+ * row of docex's table made by operation-rows.ts, its Command by operation-command.ts), its
+ * parameters become flags, and its help is made from the table's descriptions. Pure: nothing here
+ * reads files or talks to the service; it registers nothing and imports no command.
  */
 import {
   OPERATIONS,
@@ -12,14 +12,13 @@ import {
   type ParamSpec,
   type Resource,
 } from '@docex/shared';
-import { flagRows, type FlagSpec } from '../common/args.ts';
-import type { CommandRow } from '../common/command.ts';
-import { columns as pad, wrap, HELP_WIDTH } from '../common/help.ts';
-import { COMMANDS, GLOBAL_FLAGS } from './table.ts';
+import { flagRows, type FlagSpec } from '@docex/cli-kit/args';
+import { columns as pad, wrap, HELP_WIDTH } from '@docex/cli-kit/help';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '@docex/cli-kit/flags';
 
-export { HELP_WIDTH, wrap } from '../common/help.ts';
+export { HELP_WIDTH, wrap } from '@docex/cli-kit/help';
 
-export { UsageError } from '../common/errors.ts';
+export { UsageError } from '@docex/cli-kit/errors';
 
 export interface OperationCommand {
   resource: string;
@@ -70,31 +69,6 @@ export const OPERATION_COMMANDS: OperationCommand[] = OPERATION_NAMES.map((opera
 
 export const RESOURCE_COMMANDS = [...new Set(OPERATION_COMMANDS.map((c) => c.resource))];
 export const actionsOf = (resource: string) => OPERATION_COMMANDS.filter((c) => c.resource === resource);
-
-const operationRow = (name: string, command: OperationCommand): CommandRow => ({
-  name,
-  summary: command.spec.description,
-  load: async () => (await import('./operation-command.ts')).operationCommand(command, name),
-});
-
-/**
- * The rows the operation table adds to docex's table (docex.ts, `moreCommands`): `<resource>
- * <action>` and the API name of each operation, the `upload` shortcut, and each resource alone (its
- * actions). docex's own rows come first, so its `templates list` is the one that runs.
- */
-export const OPERATION_ROWS: readonly CommandRow[] = [
-  ...OPERATION_COMMANDS.map((c) => operationRow(`${c.resource} ${c.action}`, c)),
-  ...OPERATION_COMMANDS.map((c) => operationRow(c.operation, c)),
-  operationRow(
-    'upload',
-    OPERATION_COMMANDS.find((c) => c.operation === 'upload_file')!,
-  ),
-  ...RESOURCE_COMMANDS.map((resource) => ({
-    name: resource,
-    summary: `the actions on ${resource}`,
-    load: async () => (await import('./operation-command.ts')).resourceIndex(resource),
-  })),
-];
 
 /** Flags every command understands, beside its own parameters (table.ts names them once). */
 export const COMMON_FLAGS = flagRows(GLOBAL_FLAGS);
@@ -208,46 +182,6 @@ export function operationHelp(command: OperationCommand): string {
     'Flags:',
     pad([...params, ...flagRows(extraFlagsOf(command)), ...COMMON_FLAGS]),
   ].join('\n');
-}
-
-/** The main help's "Commands": the upload shortcut, docex's own commands (table.ts), version. */
-export const EXTRA_COMMANDS: ReadonlyArray<readonly [string, string]> = [
-  ['upload FILE... [--template N | --folder N] [--wait]', 'upload files; --wait waits for the results'],
-  ...COMMANDS.map((row) => [row.name, row.summary] as const),
-  ['version, --version, -v', 'print the version'],
-];
-
-export function mainHelp(): string {
-  const resources = RESOURCE_COMMANDS.map(
-    (r) =>
-      [
-        r,
-        actionsOf(r)
-          .map((c) => c.action)
-          .join(', '),
-      ] as const,
-  );
-  return `docex — every operation of the Document Extraction Service from the shell.
-
-Usage: docex <resource> <action> [ARGS] [--param value ...]
-       docex <command> [ARGS] [flags]
-
-Resources and their actions:
-${pad(resources)}
-
-Commands:
-${pad(EXTRA_COMMANDS)}
-
-Global flags:
-${pad(COMMON_FLAGS)}
-
-Tables on a terminal, JSON when piped or with --json. The API key comes from DOCEX_API_KEY or the
-profile's api_key_file; the base URL from the profile's base_url or DOCEX_BASE_URL.
-Exit codes: 0 ok, 1 failure, 2 bad usage or config, 3 API key refused, 4 service unreachable,
-7 host name not resolved, 8 connection refused, 9 proxy unreachable or refusing,
-10 proxy authentication required, 11 certificate from an unknown issuer,
-12 certificate name mismatch, 13 certificate expired.
-Run "docex <resource> <action> --help" for an action's flags.`;
 }
 
 export function resourceHelp(resource: string): string {

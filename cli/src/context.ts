@@ -3,8 +3,8 @@
  * use) and where output goes. Heavy (the client), so each command imports it when it runs.
  */
 import type { DocexClient } from '@docex/shared';
-import { isOn, text, type Options } from '../common/args.ts';
-import type { Io } from '../common/command.ts';
+import { isOn, text, type Options } from '@docex/cli-kit/args';
+import type { Io } from '@docex/cli-kit/command';
 import { clientFrom, settingsFor } from './profile.ts';
 
 export interface Context {

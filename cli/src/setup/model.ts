@@ -4,9 +4,9 @@
  */
 import { z } from 'zod/v4';
 import { FIELD_TYPES, LOCALES, PARAMETER_FORMATS } from '@docex/shared';
-import { ConfigError } from '../../common/errors.ts';
-import { yaml } from '../../common/lazy.ts';
-import type { Located } from '../../common/yaml.ts';
+import { ConfigError } from '@docex/cli-kit/errors';
+import { yaml } from '@docex/cli-kit/lazy';
+import type { Located } from '@docex/cli-kit/yaml';
 
 const Name = z.string().trim().min(1, 'a name is required');
 const Desc = z.string().nullish();

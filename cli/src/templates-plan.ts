@@ -1,8 +1,8 @@
 /** `docex templates plan`: what `apply` would create, change and delete. */
-import { isOn, type Options } from '../common/args.ts';
-import type { Command, Io } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { isOn, type Options } from '@docex/cli-kit/args';
+import type { Command, Io } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 
 export const PRUNE_FLAG = {
   name: 'prune',
@@ -15,7 +15,7 @@ export async function planFor(options: Options, io: Io, where: string) {
   if (!file || extra.length) throw new UsageError(`give one setup file (see ${where} --help)`);
   const [{ contextFor }, { readYamlFile }, model, { plan }, { readAccount }] = await Promise.all([
     import('./context.ts'),
-    import('../common/yaml.ts'),
+    import('@docex/cli-kit/yaml'),
     import('./setup/model.ts'),
     import('./setup/plan.ts'),
     import('./setup/remote.ts'),

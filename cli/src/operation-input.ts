@@ -1,10 +1,10 @@
 /**
- * An operation's command line, parsed by the one parser (common/args.ts) against its flags
+ * An operation's command line, parsed by the one parser (@docex/cli-kit/args) against its flags
  * (commands.ts, flagsOf), back as the input the client expects. Pure.
  */
 import type { ParamSpec } from '@docex/shared';
-import type { FlagValue, Options } from '../common/args.ts';
-import { UsageError } from '../common/errors.ts';
+import type { FlagValue, Options } from '@docex/cli-kit/args';
+import { UsageError } from '@docex/cli-kit/errors';
 import type { OperationCommand } from './commands.ts';
 
 function integer(name: string, v: string): number {

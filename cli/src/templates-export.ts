@@ -1,8 +1,8 @@
 /** `docex templates export`: the account's folders, templates, fields and instructions as YAML. */
-import { text, texts } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { text, texts } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 
 export const command: Command = {
   name: 'templates export',

@@ -3,11 +3,11 @@
  * too with DOCEX_DEBUG, and the exit code of docs/cli.md.
  */
 import { DocexInputError } from '@docex/shared';
-import { text, type Options } from '../common/args.ts';
-import type { Io } from '../common/command.ts';
-import { ConfigError, UsageError } from '../common/errors.ts';
-import { EXIT, exitCodeFor } from '../common/exit.ts';
-import { withHint } from '../common/failure-hints.ts';
+import { text, type Options } from '@docex/cli-kit/args';
+import type { Io } from '@docex/cli-kit/command';
+import { ConfigError, UsageError } from '@docex/cli-kit/errors';
+import { EXIT, exitCodeFor } from '@docex/cli-kit/exit';
+import { withHint } from '@docex/cli-kit/failure-hints';
 import { docexTerms, settingsFor } from './profile.ts';
 import { PlanError } from './setup/plan.ts';
 

@@ -1,7 +1,7 @@
 /** `docex templates apply`: makes the account match a setup file; a second apply changes nothing. */
-import { isOn } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { isOn } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { Action } from './setup/plan.ts';
 import { planFor, PRUNE_FLAG } from './templates-plan.ts';
 

@@ -9,7 +9,8 @@
 // The built-ins come from process.getBuiltinModule (Node 22.3+; before it, no cache), not from
 // `import ... from 'node:fs'`: an ES module import of node:fs reads every export of it, and so loads
 // its lazy parts (the streams, fs/promises and with it readline), ~10 ms before the bundle starts.
-export function enableCompileCache() {
+// `command`: the folder of the cache (~/.cache/<command>/compile-cache), one per installed program.
+export function enableCompileCache(command) {
   if (typeof process.getBuiltinModule !== 'function' || process.env.NODE_DISABLE_COMPILE_CACHE) return;
   var module = process.getBuiltinModule('node:module');
   if (typeof module.enableCompileCache !== 'function') return;
@@ -20,7 +21,7 @@ export function enableCompileCache() {
     var base = process.env.XDG_CACHE_HOME || join(process.getBuiltinModule('node:os').homedir(), '.cache');
     if (!fs.existsSync(base)) fs.mkdirSync(base, { mode: 448 }); // 0700, not recursive
     fs.accessSync(base, fs.constants.W_OK);
-    module.enableCompileCache(join(base, 'docex-sync', 'compile-cache'));
+    module.enableCompileCache(join(base, command, 'compile-cache'));
   } catch {
     // A cache is an optimisation: starting matters more.
   }

@@ -13,8 +13,8 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import { saveBinary } from '@docex/shared/node';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { OperationCommand } from './commands.ts';
 import type { Context } from './context.ts';
 import { json, render, table } from './output.ts';

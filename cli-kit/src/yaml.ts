@@ -35,7 +35,7 @@ export interface YamlOptions {
   invalid?: string;
   /** The command that checks the file again once fixed, for a syntax error's last line. */
   recheck?: string;
-  /** What its keys mean, for "is missing: set it to ..." (common/plain-words.ts). */
+  /** What its keys mean, for "is missing: set it to ..." (plain-words.ts). */
   meanings?: KeyMeanings;
 }
 
@@ -94,7 +94,7 @@ export const invalidFile = (file: string, problems: string[], invalid = 'invalid
 
 /**
  * `data` checked with `schema`: its value, or one line `<at(path)>: message` per mistake, each in the
- * file's own words (common/plain-words.ts), unknown keys with "did you mean".
+ * file's own words (plain-words.ts), unknown keys with "did you mean".
  */
 export function check<S extends z.ZodType>(
   schema: S,

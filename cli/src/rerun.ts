@@ -1,9 +1,10 @@
 /** `docex rerun`: every matching document rerun in chunks of 500 (the flags as in docex-sync rerun). */
-import { isOn, text } from '../common/args.ts';
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { RERUN_FLAGS } from '../common/flags.ts';
+import { isOn, text } from '@docex/cli-kit/args';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { RERUN_FLAGS } from '@docex/cli-kit/flags';
+import { rerunSelection, selectsEverything } from '@docex/cli-kit/rerun-flags';
 
 export const command: Command = {
   name: 'rerun',
@@ -14,21 +15,16 @@ Give a filter, --ids, or --all for every document of the account. --override rer
 whose template did not change.`,
   flags: [...RERUN_FLAGS, { name: 'ids', value: 'N,N,...', help: 'these documents, instead of a filter' }],
   async run(options, io) {
-    const number = (name: string) => {
-      const v = text(options, name);
-      if (v === undefined) return undefined;
-      if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
-      return Number(v);
-    };
+    // The same checks as docex-sync rerun, all before the first call.
+    const selection = rerunSelection(options);
     const filter = {
-      template_id: number('template'),
-      folder_id: number('folder'),
-      start_date: text(options, 'from'),
-      end_date: text(options, 'to'),
+      template_id: selection.template_id,
+      folder_id: selection.folder_id,
+      start_date: selection.from,
+      end_date: selection.to,
     };
-    const given = Object.values(filter).some((v) => v !== undefined);
     const idsFlag = text(options, 'ids');
-    if (!given && idsFlag === undefined && !isOn(options, 'all'))
+    if (selectsEverything(selection) && idsFlag === undefined && !isOn(options, 'all'))
       throw new UsageError('give --template, --folder, --from/--to or --ids (or --all for every document)');
     const [{ contextFor }, { json, table }] = await Promise.all([
       import('./context.ts'),

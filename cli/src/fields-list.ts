@@ -1,7 +1,7 @@
 /** `docex fields list`: a template's fields in display order, as one table. */
-import type { Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
+import type { Command } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
 import { wholeNumber } from './templates-list.ts';
 
 export const command: Command = {

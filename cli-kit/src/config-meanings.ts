@@ -1,6 +1,6 @@
 /**
  * What the keys of docex-sync's config (and docex's profiles) mean, as the end of "is missing: set it
- * to ..." (common/plain-words.ts): the keys that must be given, and those whose type alone says
+ * to ..." (plain-words.ts): the keys that must be given, and those whose type alone says
  * too little. By key name, the longest dotted name first; every other key is said from its type,
  * range and default. Words only: nothing here is checked.
  */

@@ -1,10 +1,10 @@
 /**
  * bash and zsh completion, generated from the same tables as the help: the operation table's
- * commands and docex's own (table.ts, their flags as `own`). Pure.
+ * commands and docex's own (given by table.ts, their flags as `own`). Pure.
  */
-import type { Command } from '../common/command.ts';
+import type { Command } from '@docex/cli-kit/command';
 import { extraFlagsOf, flagNamesOf, OPERATION_COMMANDS, RESOURCE_COMMANDS } from './commands.ts';
-import { GLOBAL_FLAGS } from './table.ts';
+import { DOCEX_GLOBAL_FLAGS as GLOBAL_FLAGS } from '@docex/cli-kit/flags';
 
 const GLOBAL = GLOBAL_FLAGS.map((f) => `--${f.name}`);
 

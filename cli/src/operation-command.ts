@@ -1,14 +1,14 @@
 /**
  * The one Command of every operation of the table (`docex <resource> <action>`, its API name, the
  * `upload` shortcut), made from the operation's spec, and the Command of a resource alone (its
- * actions). Reached through docex's table like every other command (commands.ts, OPERATION_ROWS);
+ * actions). Reached through docex's table like every other command (operation-rows.ts registers it);
  * its work (client, output) is imported when it runs, so its --help loads only the operation table.
  */
-import { text } from '../common/args.ts';
-import { write, type Command } from '../common/command.ts';
-import { UsageError } from '../common/errors.ts';
-import { EXIT } from '../common/exit-codes.ts';
-import { columns } from '../common/help.ts';
+import { text } from '@docex/cli-kit/args';
+import { write, type Command, type CommandRow } from '@docex/cli-kit/command';
+import { UsageError } from '@docex/cli-kit/errors';
+import { EXIT } from '@docex/cli-kit/exit-codes';
+import { columns } from '@docex/cli-kit/help';
 import {
   actionsOf,
   flagsOf,
@@ -18,7 +18,6 @@ import {
   type OperationCommand,
 } from './commands.ts';
 import { inputOf } from './operation-input.ts';
-import { COMMANDS } from './table.ts';
 
 /** `name`: the words that ran it ("folders list", "fetch_all_folders", "upload"). */
 export function operationCommand(operation: OperationCommand, name: string): Command {
@@ -47,9 +46,12 @@ export function operationCommand(operation: OperationCommand, name: string): Com
   };
 }
 
-/** `docex folders`: the resource's actions (exit 2 without --help), and a mistaken action named. */
-export function resourceIndex(resource: string): Command {
-  const own = COMMANDS.filter((row) => row.name.startsWith(`${resource} `));
+/**
+ * `docex folders`: the resource's actions (exit 2 without --help), and a mistaken action named.
+ * `ownRows`: docex's own commands (table.ts), given by the module that registers this one.
+ */
+export function resourceIndex(resource: string, ownRows: readonly CommandRow[]): Command {
+  const own = ownRows.filter((row) => row.name.startsWith(`${resource} `));
   const also = own.length
     ? `\n\nAlso:\n${columns(own.map((row) => [row.name.slice(resource.length + 1), row.summary]))}\n\nRun "docex ${resource} <action> --help" for their flags.`
     : '';

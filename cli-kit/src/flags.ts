@@ -44,3 +44,20 @@ export const RERUN_FLAGS: readonly FlagSpec[] = [
   },
   { name: 'dry-run', help: 'count the matching documents; send nothing' },
 ];
+
+/**
+ * Flags every docex command takes, beside its own (and beside an operation's parameters). Here, not
+ * in cli/src/, so that docex's table, its operation table and its completion read them from a
+ * module none of them registers (no import cycle), and `docex --version` loads no module more.
+ */
+export const DOCEX_GLOBAL_FLAGS: readonly FlagSpec[] = [
+  JSON_FLAG,
+  {
+    name: 'profile',
+    value: 'NAME',
+    help: "account profile from the config file (default: DOCEX_PROFILE, then the file's default)",
+  },
+  configFlag('config file (default: DOCEX_CONFIG, then ~/.config/docex/config.yaml)'),
+  DEBUG_FLAG,
+  HELP_FLAG,
+];

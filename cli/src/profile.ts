@@ -8,17 +8,17 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod/v4';
 import type { DocexClient, SettingTerms } from '@docex/shared';
 import { createNodeClient } from '@docex/shared/node';
-// The api section only (common/api-config.ts), not docex-sync's whole config and its schemas.
+// The api section only (@docex/cli-kit/api-config), not docex-sync's whole config and its schemas.
 import {
   ApiSection,
   apiKeyFrom,
   baseUrlFrom,
   connectionFrom,
   type ApiSettings,
-} from '../common/api-config.ts';
-import { CONFIG_MEANINGS } from '../common/config-meanings.ts';
-import { ConfigError } from '../common/errors.ts';
-import { readYamlFile } from '../common/yaml.ts';
+} from '@docex/cli-kit/api-config';
+import { CONFIG_MEANINGS } from '@docex/cli-kit/config-meanings';
+import { ConfigError } from '@docex/cli-kit/errors';
+import { readYamlFile } from '@docex/cli-kit/yaml';
 
 export const CliConfigSchema = z.strictObject({
   default_profile: z.string().min(1).optional(),

@@ -1,24 +1,10 @@
 /**
- * docex's own commands (beside `<resource> <action>`, whose rows commands.ts makes from the
+ * docex's own commands (beside `<resource> <action>`, whose rows operation-rows.ts makes from the
  * operation table): a row each, loading the command's file when it runs or shows its help. Adding a
- * command is its file and its row (docs/architecture.md, "Commands").
+ * command is its file and its row (docs/architecture.md, "Commands"). The table registers its
+ * commands, never the other way round: no command's file imports it.
  */
-import type { FlagSpec } from '../common/args.ts';
-import type { CommandRow } from '../common/command.ts';
-import { configFlag, DEBUG_FLAG, HELP_FLAG, JSON_FLAG } from '../common/flags.ts';
-
-/** Flags every docex command takes, beside its own (and beside an operation's parameters). */
-export const GLOBAL_FLAGS: readonly FlagSpec[] = [
-  JSON_FLAG,
-  {
-    name: 'profile',
-    value: 'NAME',
-    help: "account profile from the config file (default: DOCEX_PROFILE, then the file's default)",
-  },
-  configFlag('config file (default: DOCEX_CONFIG, then ~/.config/docex/config.yaml)'),
-  DEBUG_FLAG,
-  HELP_FLAG,
-];
+import type { CommandRow } from '@docex/cli-kit/command';
 
 export const COMMANDS: readonly CommandRow[] = [
   {
@@ -54,6 +40,7 @@ export const COMMANDS: readonly CommandRow[] = [
   {
     name: 'completion',
     summary: 'print a shell completion script',
-    load: async () => (await import('./completion.ts')).command,
+    // The table hands its rows down: completion.ts never imports the table back.
+    load: async () => (await import('./completion.ts')).completionCommand(COMMANDS),
   },
 ];
