@@ -162,9 +162,7 @@ describe.skipIf(skip)('the Debian package', () => {
     expect((await root.run(['systemctl', 'is-enabled', 'docex-sync.service'])).stdout.trim()).toBe('enabled');
   });
 
-  // Skipped: not yet seen passing. The daemon processes the file, but stopping it through the
-  // wrapper (runuser / buildah run) has hung the test; issue #39 stays open until it runs here.
-  it.skip("the service's command, as the service user with its env file, processes a dropped file", async () => {
+  it("the service's command, as the service user with its env file, processes a dropped file", async () => {
     const unit = await readFile(at(DEB.unit), 'utf8');
     const execStart = /^ExecStart=(.*)$/m.exec(unit)![1]!.split(' ');
     const envFile = Object.fromEntries(
@@ -173,6 +171,7 @@ describe.skipIf(skip)('the Debian package', () => {
         .filter((l) => /^[A-Z_]+=/.test(l))
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
+    let signalled: number[] = [];
     const daemon = root.start(['runuser', '-u', DEB.user, '--', 'env', `HOME=${DEB.state}`, ...execStart], {
       env: envFile,
     });
@@ -191,8 +190,9 @@ describe.skipIf(skip)('the Debian package', () => {
       expect(owner.stdout.trim().split('\n')).toEqual([DEB.user, DEB.user]);
       expect(existsSync(at('/srv/docex/processed/scan-042.txt'))).toBe(true);
     } finally {
-      signalNodeIn(daemon.child.pid!, 'SIGTERM');
+      signalled = signalNodeIn(daemon.child.pid!, 'SIGTERM');
     }
+    expect(signalled, daemon.stderr()).toHaveLength(1);
     expect(await daemon.exited, daemon.stderr()).toBe(0);
     expect(daemon.stderr()).not.toContain(KEY);
   });

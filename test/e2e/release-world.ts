@@ -4,10 +4,10 @@
  * until a dropped file is processed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createNodeClient } from '@docex/shared/node';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
 import { until } from '../daemon/helpers.ts';
@@ -127,25 +127,36 @@ export async function dropAndAwait(
 }
 
 /**
- * Sends `signal` to the node processes of a process group (started with `detached`), not to the
- * group: a wrapper between (chroot's runuser, `buildah run`) ends its child by itself when it is
- * signalled (buildah with SIGKILL), where the daemon must get SIGTERM to stop cleanly. The daemon's
- * exit code then comes back through the wrapper.
+ * Sends `signal` to the node processes started under `wrapperPid` (children, grandchildren...), not
+ * to the wrapper: a wrapper between (chroot's runuser, `buildah run`) ends its child by itself when
+ * it is signalled (buildah with SIGKILL), where the daemon must get SIGTERM to stop cleanly. The
+ * tree is followed by parent PIDs, not by process group: a wrapper may start its child in a session
+ * of its own (setsid), out of the group the test made. The daemon's exit code then comes back
+ * through the wrapper.
  */
-export function signalNodeIn(pgid: number, signal: NodeJS.Signals): number[] {
-  const pids: number[] = [];
+export function signalNodeIn(wrapperPid: number, signal: NodeJS.Signals): number[] {
+  const parentOf = new Map<number, number>();
+  // The program each process runs, not its comm: Node 24 names its main thread "MainThread".
+  const programOf = new Map<number, string>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // pid (comm) state ppid pgrp ...: comm may hold spaces, so read after its closing parenthesis.
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp === pgid && comm === 'node') pids.push(Number(entry));
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      programOf.set(Number(entry), basename(readlinkSync(`/proc/${entry}/exe`)));
     } catch {
-      // gone meanwhile
+      // gone meanwhile, or a kernel thread (no exe)
     }
   }
+  const under = (pid: number): boolean => {
+    for (let at = parentOf.get(pid); at !== undefined && at > 1; at = parentOf.get(at))
+      if (at === wrapperPid) return true;
+    return false;
+  };
+  const pids = [...programOf]
+    .filter(([pid, program]) => program === 'node' && under(pid))
+    .map(([pid]) => pid);
   // None left: the daemon already ended (its exit code and output tell why, checked by the caller).
   for (const pid of pids) process.kill(pid, signal);
   return pids;
