@@ -80,13 +80,14 @@ export function exampleComments(yamlText: string): Map<string, string> {
   const comments = new Map<string, string>();
   const stack: Array<{ indent: number; key: string }> = [];
   for (const raw of yamlText.split('\n')) {
-    const m = /^(\s*)(?:#\s?)?(\s*)(- )?([a-z_][a-z0-9_]*):(?:\s(.*?))?(?:\s+#\s+(.*))?$/.exec(raw);
+    const m = /^(\s*)(?:#\s?)?(\s*)(- )?([a-z_][a-z0-9_]*):(\s.*)?$/.exec(raw);
     if (!m) continue;
     const indent = m[1]!.length + m[2]!.length + (m[3] ? 2 : 0);
     while (stack.length > 0 && stack.at(-1)!.indent >= indent) stack.pop();
     stack.push({ indent, key: m[4]! });
     const path = stack.map((s) => s.key).join('.');
-    const comment = m[6]?.trim();
+    // The comment after the value (or after the bare `key:` of a section).
+    const comment = /(?:^|\s)#\s(.*)$/.exec(m[5] ?? '')?.[1]?.trim();
     if (comment && !comments.has(path)) comments.set(path, comment);
   }
   return comments;
