@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
-import { CREDENTIAL } from './real-n8n.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import {
   extractThenAnswer,
@@ -16,7 +15,7 @@ import {
   textOf,
   type StandInModel,
 } from './stand-in-model.ts';
-import { link, manualStart, outputOf, templateById } from './workflows.ts';
+import { agentExtractWorkflow, outputOf } from './workflows.ts';
 
 let n8n: SharedN8n;
 let model: StandInModel;
@@ -43,64 +42,7 @@ describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
   it('an AI Agent is offered Extract with its hand-written description and calls it with the link', async () => {
     const fileUrl = `${files.url}/invoices/agent-1.txt`;
     const runData = await n8n
-      .execute({
-        id: 'wfagent000000001',
-        name: 'agent',
-        active: false,
-        nodes: [
-          manualStart,
-          {
-            parameters: {
-              promptType: 'define',
-              text: `What are the invoice number and the total of the invoice at ${fileUrl} ?`,
-              options: {},
-            },
-            id: 'agent',
-            name: 'AI Agent',
-            type: '@n8n/n8n-nodes-langchain.agent',
-            typeVersion: 3.1,
-            position: [200, 0],
-          },
-          {
-            parameters: { model: { __rl: true, mode: 'id', value: 'stand-in-1' }, options: {} },
-            id: 'model',
-            name: 'Chat Model',
-            type: '@n8n/n8n-nodes-langchain.lmChatOpenAi',
-            typeVersion: 1.2,
-            position: [200, 200],
-            credentials: OPENAI,
-          },
-          {
-            parameters: {
-              resource: 'document',
-              operation: 'extract',
-              source: 'url',
-              fileUrl: "={{ $fromAI('url', 'Link to the invoice file', 'string') }}",
-              // Saved as the examples do: n8n 2.40.7 falls back to "<action> in Document Extraction"
-              // when a workflow carries no toolDescription (seen here before it was set).
-              descriptionType: 'manual',
-              toolDescription: TOOL_DESCRIPTIONS['document:extract'],
-              templateId: templateById(templateId),
-              options: { pollInterval: 0.2, waitTimeout: 60 },
-            },
-            id: 'tool',
-            name: 'Extract Invoice',
-            type: 'n8n-nodes-docex.docexTool',
-            typeVersion: 1,
-            position: [400, 200],
-            credentials: CREDENTIAL,
-          },
-        ],
-        connections: {
-          Start: { main: [link('AI Agent')] },
-          'Chat Model': { ai_languageModel: [link('AI Agent', 0, 'ai_languageModel')] },
-          'Extract Invoice': { ai_tool: [link('AI Agent', 0, 'ai_tool')] },
-        },
-        // What the editor saves for every new workflow. Without it (n8n's legacy order "v0") the
-        // agent is resumed before its tool has run and the model is handed '""' as the tool's
-        // answer: docs/n8n.md, "As an AI agent's tool".
-        settings: { executionOrder: 'v1' },
-      })
+      .execute(agentExtractWorkflow('wfagent000000001', { fileUrl, templateId, openAi: OPENAI }))
       .catch((error: Error) => {
         // What the stand-in model saw and said: the first thing to read when the agent fails.
         const seen = model.requests.map((r) => ({

@@ -2,11 +2,11 @@
  * Global set-up of the e2e project: what is expensive is done once per run, here in the main vitest
  * process, and handed to the test files that ask for it (test/e2e/shared.ts is their side):
  *
- * - the one-time installs (n8n 2.40.7 into the user cache, Debian's chromium, redis-server and
+ * - the one-time installs (n8n, N8N_VERSION of n8n-instance.ts, into the user cache, Debian's chromium, redis-server and
  *   postgresql, playwright-core), started at once in the background, one apt-get after another,
  *   with no hook time limit (a first install takes minutes: within a file's beforeAll it timed out);
  * - one `npm pack` of both packages (test/e2e/pack.ts) for the whole run;
- * - one n8n per configuration, started on the first file's request and shared by every file that
+ * - one n8n per configuration (its n8n version: the suite's, or the configuration's own), started on the first file's request and shared by every file that
  *   asks for it (test/e2e/shared.ts, `sharedN8n()`); stopped at the end of the run.
  *
  * Each is made on first request, so a run of files that need none of them pays nothing. The files
@@ -23,7 +23,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { timed } from '../support/timing.ts';
-import { installDirOf, installN8n, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
+import {
+  installDirOf,
+  installN8n,
+  n8nEnvironment,
+  N8N_VERSION,
+  OLDEST_N8N,
+  prepareUserFolder,
+} from './n8n-instance.ts';
 import {
   installDebianPackage,
   n8nReady,
@@ -59,6 +66,8 @@ export interface SharedN8nInstance {
   home: string;
   bin: string;
   installDir: string;
+  /** The n8n version. */
+  version: string;
   /** How long n8n took from its start to its readiness: a measure of this machine's speed at boot. */
   readyMs: number;
 }
@@ -69,18 +78,37 @@ export interface SharedN8nInstance {
  * that depends on something a file starts for itself (a proxy, a database) makes an n8n of that
  * file's own (real-n8n.ts, `prepareN8n` and services.ts, `startN8n`).
  */
-const CONFIGURATIONS: Record<string, NodeJS.ProcessEnv> = {
-  default: {},
+const CONFIGURATIONS: Record<string, { env: NodeJS.ProcessEnv; version?: string }> = {
+  default: { env: {} },
   // The same settings, for the editor test alone: its browser steps' time limits derive from its
   // n8n's start-up time, and other files' work on the same n8n (SQLite answering "Database is not
   // ready!", a slower editor) made them miss in a full run.
-  editor: {},
+  editor: { env: {} },
+  // The default settings on the oldest n8n the docs support, for the smoke set (oldest.test.ts).
+  oldest: { env: {}, version: OLDEST_N8N },
 };
 
-/** The one-time installs, one apt-get after another (it holds one lock), beside the n8n install. */
-function oneTimeInstalls(): { n8n: Promise<string>; debian: Promise<void> } {
+/**
+ * The one-time installs, one apt-get after another (it holds one lock), beside the n8n install of
+ * the suite's version (another version is installed when a file first asks for it: `n8nOf`).
+ */
+function oneTimeInstalls(): {
+  n8n: Promise<string>;
+  debian: Promise<void>;
+  n8nOf: (version: string) => Promise<string>;
+} {
   // scripts/n8n-install.sh and scripts/browser-install.sh keep their install's duration in the cache.
-  const n8n = timed('n8n install (or its check)', installN8n);
+  const versions = new Map<string, Promise<string>>();
+  const n8nOf = (version: string) => {
+    let install = versions.get(version);
+    if (!install) {
+      install = timed(`n8n ${version} install (or its check)`, () => installN8n(version));
+      install.catch(() => undefined);
+      versions.set(version, install);
+    }
+    return install;
+  };
+  const n8n = n8nOf(N8N_VERSION);
   const debian = (async () => {
     const packages: Array<[string, () => boolean]> = [
       ['redis-server', () => onPath('redis-server')],
@@ -96,7 +124,7 @@ function oneTimeInstalls(): { n8n: Promise<string>; debian: Promise<void> } {
   // A failure is the asking file's to report: no unhandled rejection here.
   n8n.catch(() => undefined);
   debian.catch(() => undefined);
-  return { n8n, debian };
+  return { n8n, debian, n8nOf };
 }
 
 /**
@@ -147,22 +175,27 @@ async function start() {
   };
 
   const n8n = async (configuration: string): Promise<SharedN8nInstance> => {
-    const extra = CONFIGURATIONS[configuration];
-    if (!extra)
+    const wanted = CONFIGURATIONS[configuration];
+    if (!wanted)
       throw new Error(
         `no shared n8n configuration "${configuration}": add it to CONFIGURATIONS in test/e2e/global-setup.ts`,
       );
-    const [bin, packed] = await Promise.all([installs.n8n, make('pack', pack) as Promise<SharedPack>]);
+    const version = wanted.version ?? N8N_VERSION;
+    const [bin, packed] = await Promise.all([
+      installs.n8nOf(version),
+      make('pack', pack) as Promise<SharedPack>,
+    ]);
     return await timed(`shared n8n (${configuration}): folder, boot, owner`, async () => {
       const home = await prepareUserFolder(packed.tarballs['n8n-nodes-docex']);
       cleanups.push(() => rm(home, { recursive: true, force: true }));
-      const env = await n8nEnvironment(home, extra);
+      const env = await n8nEnvironment(home, wanted.env);
       const server = await startN8n({ bin, env });
       servers.push(server);
       logs.set(configuration, () => server.output());
       const readyMs = await n8nReady(server);
       const cookie = await setUpOwner(server.url);
-      return { configuration, url: server.url, cookie, home, bin, installDir: installDirOf(bin), readyMs };
+      const installDir = installDirOf(bin);
+      return { configuration, url: server.url, cookie, home, bin, installDir, version, readyMs };
     });
   };
 
@@ -190,6 +223,7 @@ async function start() {
     const path = new URL(req.url!, 'http://x').pathname;
     let promise: Promise<unknown> | undefined;
     if (path === '/installs/n8n') promise = installs.n8n;
+    else if (path.startsWith('/installs/n8n/')) promise = installs.n8nOf(path.slice('/installs/n8n/'.length));
     else if (path === '/installs/debian') promise = installs.debian;
     else if (path === '/pack') promise = make('pack', pack);
     else if (path.startsWith('/n8n/') && path.endsWith('/log')) {

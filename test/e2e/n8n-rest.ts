@@ -23,7 +23,7 @@ export type RunData = Record<
       main: Array<
         Array<{
           json: Record<string, unknown>;
-          binary?: Record<string, { fileName?: string; mimeType?: string }>;
+          binary?: Record<string, { fileName?: string; mimeType?: string; id?: string }>;
         }>
       >;
     };

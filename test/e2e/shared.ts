@@ -1,6 +1,6 @@
 /**
  * What the e2e global set-up (test/e2e/global-setup.ts) makes once per run, as a test file gets it:
- * the packed tarballs, the one-time installs, and a shared, running n8n 2.40.7.
+ * the packed tarballs, the one-time installs, and a shared, running n8n (n8n-instance.ts, N8N_VERSION).
  *
  * ## A test file on the shared n8n
  *
@@ -78,9 +78,14 @@ export async function sharedPack(): Promise<Omit<Packed, 'remove'>> {
   return packed;
 }
 
-/** The path of n8n's binary, once the global set-up has installed (or found) it. */
-export const installedN8n = () =>
-  timed('waiting for the n8n install', () => fromGlobalSetup<string>('installs/n8n'));
+/**
+ * The path of n8n's binary (the suite's version, N8N_VERSION of n8n-instance.ts, or `version`), once
+ * the global set-up has installed (or found) it.
+ */
+export const installedN8n = (version?: string) =>
+  timed(`waiting for the n8n${version ? ` ${version}` : ''} install`, () =>
+    fromGlobalSetup<string>(version ? `installs/n8n/${version}` : 'installs/n8n'),
+  );
 
 /**
  * Waits until the global set-up has installed (or found) the Debian packages and the browser, so
@@ -104,6 +109,8 @@ export interface SharedN8n {
   /** n8n's user folder: shared, read it only (its database.sqlite holds every file's executions). */
   home: string;
   installDir: string;
+  /** The n8n version. */
+  version: string;
   /** This file's folder inside the one folder n8n may read and write. */
   filesDir: string;
   /** This file's emulator. */
@@ -158,6 +165,7 @@ export async function sharedN8n(
     readyMs: instance.readyMs,
     home: instance.home,
     installDir: instance.installDir,
+    version: instance.version,
     filesDir,
     emulator,
     rest,

@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
 import { CREDENTIAL, type RunData } from './real-n8n.ts';
 
 /** The Docex trigger, polling every minute, into a No Operation node named "Done". */
@@ -109,3 +110,113 @@ export async function exampleWorkflow(
   }
   return { ...shipped, id, active: false };
 }
+
+/**
+ * Start → Read/Write Files from Disk (`fileSelector`) → Docex Extract with the invoice template
+ * `templateId`: a file extracted the way a builder's first workflow does it. Extract's output is
+ * node "Extract".
+ */
+export const readAndExtract = (id: string, fileSelector: string, templateId: number) => ({
+  id,
+  name: id,
+  active: false,
+  nodes: [
+    manualStart,
+    {
+      parameters: { fileSelector, options: {} },
+      id: 'read',
+      name: 'Read File',
+      type: 'n8n-nodes-base.readWriteFile',
+      typeVersion: 1,
+      position: [200, 0],
+    },
+    {
+      parameters: {
+        resource: 'document',
+        operation: 'extract',
+        binaryPropertyName: 'data',
+        templateId: templateById(templateId),
+        options: { pollInterval: 0.2, waitTimeout: 120 },
+      },
+      id: 'extract',
+      name: 'Extract',
+      type: 'n8n-nodes-docex.docex',
+      typeVersion: 1,
+      position: [400, 0],
+      credentials: CREDENTIAL,
+    },
+  ],
+  connections: { Start: { main: [link('Read File')] }, 'Read File': { main: [link('Extract')] } },
+  settings: {},
+});
+
+/**
+ * Start → AI Agent asking for the invoice at `fileUrl`, its chat model n8n's OpenAI Chat Model (with
+ * the credential `openAi`, pointed at a stand-in model: stand-in-model.ts), and its one tool our
+ * Extract (docexTool) with the URL the model gives and the invoice template `templateId`.
+ */
+export const agentExtractWorkflow = (
+  id: string,
+  {
+    fileUrl,
+    templateId,
+    openAi,
+  }: { fileUrl: string; templateId: number; openAi: { openAiApi: { id: string; name: string } } },
+) => ({
+  id,
+  name: id,
+  active: false,
+  nodes: [
+    manualStart,
+    {
+      parameters: {
+        promptType: 'define',
+        text: `What are the invoice number and the total of the invoice at ${fileUrl} ?`,
+        options: {},
+      },
+      id: 'agent',
+      name: 'AI Agent',
+      type: '@n8n/n8n-nodes-langchain.agent',
+      typeVersion: 3.1,
+      position: [200, 0],
+    },
+    {
+      parameters: { model: { __rl: true, mode: 'id', value: 'stand-in-1' }, options: {} },
+      id: 'model',
+      name: 'Chat Model',
+      type: '@n8n/n8n-nodes-langchain.lmChatOpenAi',
+      typeVersion: 1.2,
+      position: [200, 200],
+      credentials: openAi,
+    },
+    {
+      parameters: {
+        resource: 'document',
+        operation: 'extract',
+        source: 'url',
+        fileUrl: "={{ $fromAI('url', 'Link to the invoice file', 'string') }}",
+        // Saved as the examples do: n8n 2.40.7 falls back to "<action> in Document Extraction"
+        // when a workflow carries no toolDescription (seen here before it was set).
+        descriptionType: 'manual',
+        toolDescription: TOOL_DESCRIPTIONS['document:extract'],
+        templateId: templateById(templateId),
+        options: { pollInterval: 0.2, waitTimeout: 60 },
+      },
+      id: 'tool',
+      name: 'Extract Invoice',
+      type: 'n8n-nodes-docex.docexTool',
+      typeVersion: 1,
+      position: [400, 200],
+      credentials: CREDENTIAL,
+    },
+  ],
+  connections: {
+    Start: { main: [link('AI Agent')] },
+    'Chat Model': { ai_languageModel: [link('AI Agent', 0, 'ai_languageModel')] },
+    'Extract Invoice': { ai_tool: [link('AI Agent', 0, 'ai_tool')] },
+  },
+  // What the editor saves for every new workflow. Without it (n8n's legacy order "v0") the agent is
+  // resumed before its tool has run and the model is handed '""' as the tool's answer:
+  // docs/n8n.md, "As an AI agent's tool".
+  settings: { executionOrder: 'v1' },
+});
