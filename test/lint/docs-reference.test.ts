@@ -8,8 +8,8 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod/v4';
 import { ConfigSchema } from '../../daemon/src/config/config.ts';
-import { CONFIG_MEANINGS } from '../../daemon/src/common/config-meanings.ts';
-import { EXIT } from '../../daemon/src/common/exit-codes.ts';
+import { CONFIG_MEANINGS } from '../../cli-kit/src/config-meanings.ts';
+import { EXIT } from '../../cli-kit/src/exit-codes.ts';
 import {
   configPage,
   configRows,

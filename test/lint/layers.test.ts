@@ -17,7 +17,8 @@ const repo = join(import.meta.dirname, '../..');
 describe('the daemon layers', () => {
   test('every import points down or stays in its layer, and every file has a layer', () => {
     const files = sourceFiles(repo);
-    expect(files.filter((f) => f.startsWith('daemon/src/')).length).toBeGreaterThan(80);
+    // A floor, so that a path change that empties the walk fails (docex's own files left for cli/).
+    expect(files.filter((f) => f.startsWith('daemon/src/')).length).toBeGreaterThan(60);
     expect(layerViolations(files, importEdges(repo, files), DAEMON_LAYERS, 'daemon/src/')).toEqual([]);
   });
 

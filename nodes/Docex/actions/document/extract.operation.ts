@@ -162,19 +162,26 @@ export const run: Runner = async (ctx, client, i, input) => {
  * would give it. An item that replaces a document (Document ID) is uploaded alone, as the API
  * replaces one document per upload.
  */
+/** An upload's parameters without its files (what items must share to share an upload). */
+function withoutFiles<T extends { files?: unknown }>(input: T): Omit<T, 'files'> {
+  const params = { ...input };
+  delete params.files;
+  return params;
+}
+
 export const runAll: BatchRunner = async (ctx, client, entries) => {
   const ends: ItemEnd[] = entries.map(() => ({ error: new Error('not run') }));
   const groups = new Map<string, number[]>();
   const settings = entries.map(({ i }) => settingsOf(ctx, i));
   for (const [k, { input }] of entries.entries()) {
-    const { files: _files, ...params } = input;
+    const params = withoutFiles(input);
     const { timeoutMs, intervalMs } = settings[k]!;
     const key = JSON.stringify([params, timeoutMs, intervalMs, input.doc_id != null ? k : null]);
     groups.set(key, [...(groups.get(key) ?? []), k]);
   }
   for (const members of groups.values()) {
     const first = entries[members[0]!]!.input;
-    const { files: _files, ...params } = first;
+    const params = withoutFiles(first);
     const filesOf = members.map((k) => entries[k]!.input.files as FileInput[]);
     const { timeoutMs, intervalMs } = settings[members[0]!]!;
     let outcome;
