@@ -176,9 +176,18 @@ async function stage(p: Platform, into: string, shared: { licenses: string; vers
   // The npm package's own files (package.json "files"), as the bundles expect them around.
   for (const f of ['package.json', 'README.md', 'CHANGELOG.md', 'bin', 'dist'])
     await cp(join(repo, 'daemon', f), join(app, f), { recursive: true });
+  for (const name of await runtimePackages()) {
+    const from = join(repo, 'node_modules', name);
+    for (const file of await filesUnder(from)) {
+      if (!keepPackageFile(name, file, p)) continue;
+      await mkdir(dirname(join(app, 'node_modules', name, file)), { recursive: true });
+      await copyFile(join(from, file), join(app, 'node_modules', name, file));
+    }
+  }
   // Their `#!/usr/bin/env node` would run them with whatever node is on PATH: here only the
   // launchers start them, with the Node inside. The line stays (a comment), so line numbers do too.
-  for (const dir of ['bin', 'dist'])
+  // docex's own scripts too: docex-sync carries it as a dependency.
+  for (const dir of ['bin', 'dist', 'node_modules/docex/bin', 'node_modules/docex/dist'])
     for (const f of (await readdir(join(app, dir))).filter((n) => n.endsWith('.js'))) {
       const code = await readFile(join(app, dir, f), 'utf8');
       if (code.startsWith('#!'))
@@ -188,14 +197,6 @@ async function stage(p: Platform, into: string, shared: { licenses: string; vers
         );
       await chmod(join(app, dir, f), 0o644);
     }
-  for (const name of await runtimePackages()) {
-    const from = join(repo, 'node_modules', name);
-    for (const file of await filesUnder(from)) {
-      if (!keepPackageFile(name, file, p)) continue;
-      await mkdir(dirname(join(app, 'node_modules', name, file)), { recursive: true });
-      await copyFile(join(from, file), join(app, 'node_modules', name, file));
-    }
-  }
   if (!existsSync(join(app, 'node_modules/better-sqlite3/prebuilds', `${p.sqlitePrebuild}.node`)))
     throw new Error(
       `release: better-sqlite3 has no prebuilt addon for ${p.name} (prebuilds/${p.sqlitePrebuild}.node)`,

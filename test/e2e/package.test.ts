@@ -18,7 +18,7 @@ const N8N_TEMPLATE_SECTIONS = [
 ];
 
 /** The n8n the end-to-end tests install (scripts/n8n-install.sh's default). */
-const TESTED_N8N_VERSION = /^version=(?:\$\{\w+:-)?(\d+\.\d+\.\d+)/m.exec(
+const TESTED_N8N_VERSION = /^version="?(?:\$\{\w+:-)*(\d+\.\d+\.\d+)/m.exec(
   readFileSync(join(repo, 'scripts/n8n-install.sh'), 'utf8'),
 )![1]!;
 

@@ -49,7 +49,7 @@ export const COMMANDS: ReadonlyArray<CommandRow<SyncIo>> = [
   },
   {
     name: 'review log',
-    summary: 'the audit trail: who approved, rejected, corrected or retried what, when (--since, --json)',
+    summary: 'the audit trail: who approved, rejected, corrected or retried what, and when',
     load: async () => (await import('./review-log.ts')).command,
   },
   {

@@ -61,7 +61,7 @@ describe('the audit trail', () => {
     await until('bad.txt failed', () => daemon.db.inState('failed').some((r) => r.finalized));
 
     const approve = await syncInProcess(['approve', '--config', world!.configFile, 'a.txt']);
-    expect(approve.code).toBe(0);
+    expect(approve.code, approve.stderr).toBe(0);
     // A command is another connection: its commit wakes the daemon, which logs the decision.
     await until('the daemon logs the approval', () =>
       logLines(world!).some(
@@ -71,7 +71,7 @@ describe('the audit trail', () => {
       ),
     );
     const retry = await syncInProcess(['retry', '--config', world!.configFile, 'bad.txt']);
-    expect(retry.code).toBe(0);
+    expect(retry.code, retry.stderr).toBe(0);
     await until('the daemon logs the retry', () =>
       logLines(world!).some((l) =>
         String(l.msg).startsWith(`review decision: retry by ${USER} (cli): ${join(dir, 'inbox', 'bad.txt')}`),
