@@ -146,7 +146,18 @@ describe('the tally of rows at rest', () => {
     const inserts = [...store.matchAll(/INSERT INTO files\b/g)];
     expect(inserts).toHaveLength(1);
     expect(store).toMatch(/const INSERT_ROW = `\(\?, \?, \?, \?, \?, \?, 'discovered', /);
-    for (const dir of ['domain', 'intake', 'pipeline', 'jobs', 'actions', 'app', 'outputs', 'mail', 'commands', 'status'])
+    for (const dir of [
+      'domain',
+      'intake',
+      'pipeline',
+      'jobs',
+      'actions',
+      'app',
+      'outputs',
+      'mail',
+      'commands',
+      'status',
+    ])
       for (const file of await readdir(join(import.meta.dirname, '../../../daemon/src', dir)))
         expect(
           await readFile(join(import.meta.dirname, '../../../daemon/src', dir, file), 'utf8'),
