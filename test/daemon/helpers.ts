@@ -178,10 +178,11 @@ export function runCli(args: string[], env: Record<string, string> = {}, { termi
   children.push(child);
   let output = '';
   let stdout = '';
+  let stderr = '';
   child.stdout!.on('data', (d) => ((output += d), (stdout += d)));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => ((output += d), (stderr += d)));
   const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
-  return { child, exited, output: () => output, stdout: () => stdout };
+  return { child, exited, output: () => output, stdout: () => stdout, stderr: () => stderr };
 }
 
 /** The state of the newest row whose path ends with `name`, read from the DB file (as another process). */

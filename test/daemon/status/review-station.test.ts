@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { parseCsv } from '../../../daemon/src/outputs/results.ts';
 import { AuditTrail } from '../../../daemon/src/store/audit.ts';
-import { syncInProcess, until, type World } from '../helpers.ts';
+import { runCli, syncInProcess, until, type World } from '../helpers.ts';
 import { reviewWorld, tree } from '../review-helpers.ts';
 import { call } from '../../support/http-call.ts';
 
@@ -23,6 +23,17 @@ afterEach(async () => {
 });
 
 const USER = userInfo().username;
+
+/**
+ * A command that writes, run as a user runs it beside the daemon: in a process of its own. In this
+ * process, its SQLite write would wait (synchronously) for the lock of the daemon's open batch,
+ * whose commit this same blocked thread would have to run: "database is locked" after 5 s.
+ */
+async function syncProcess(args: string[]) {
+  const run = runCli(args);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
 const portOf = (daemon: RunningDaemon) => (daemon.http!.address() as AddressInfo).port;
 const post = (port: number, path: string, body: unknown, headers: Record<string, string> = {}) =>
   call(port, path, {
@@ -60,7 +71,7 @@ describe('the audit trail', () => {
     await writeFile(join(dir, 'inbox', 'bad.txt'), Buffer.from([0, 1, 2, 3]));
     await until('bad.txt failed', () => daemon.db.inState('failed').some((r) => r.finalized));
 
-    const approve = await syncInProcess(['approve', '--config', world!.configFile, 'a.txt']);
+    const approve = await syncProcess(['approve', '--config', world!.configFile, 'a.txt']);
     expect(approve.code, approve.stderr).toBe(0);
     // A command is another connection: its commit wakes the daemon, which logs the decision.
     await until('the daemon logs the approval', () =>
@@ -70,7 +81,7 @@ describe('the audit trail', () => {
           `review decision: approve by ${USER} (cli): ${join(dir, 'inbox', 'a.txt')}: review -> approved`,
       ),
     );
-    const retry = await syncInProcess(['retry', '--config', world!.configFile, 'bad.txt']);
+    const retry = await syncProcess(['retry', '--config', world!.configFile, 'bad.txt']);
     expect(retry.code, retry.stderr).toBe(0);
     await until('the daemon logs the retry', () =>
       logLines(world!).some((l) =>
@@ -155,14 +166,7 @@ describe('docex-sync reject', () => {
     expect(unknown.stderr).toContain('docex-sync reject: nosuch.pdf: no file waiting for review');
     expect(daemon.db.counts().review).toBe(2);
 
-    const rejected = await syncInProcess([
-      'reject',
-      '--config',
-      cfg,
-      '--reason',
-      'wrong supplier',
-      String(id),
-    ]);
+    const rejected = await syncProcess(['reject', '--config', cfg, '--reason', 'wrong supplier', String(id)]);
     expect(rejected.stderr).toBe('');
     expect(rejected.code).toBe(0);
     expect(rejected.stdout).toBe(
@@ -193,7 +197,7 @@ describe('docex-sync reject', () => {
     expect(decision[1]).toBe(join(dir, 'inbox', 'r.txt'));
     expect(decision[10]).toBe('wrong supplier');
     // Rejected is failed: retry takes it back through the pipeline (held again by its rules).
-    expect((await syncInProcess(['retry', '--config', cfg, 'r.txt'])).code).toBe(0);
+    expect((await syncProcess(['retry', '--config', cfg, 'r.txt'])).code).toBe(0);
     await until('held again', () => daemon.db.counts().review === 2);
   });
 });
