@@ -37,6 +37,19 @@ export interface Packed {
   remove(): void;
 }
 
+/**
+ * Hard-links the repository's installed modules into the clone (what `npm pack` runs against),
+ * leaving out the caches tools write in node_modules while the suite runs (vitest's, vite's): a
+ * file made or removed there while `cp` walks the tree would fail the copy.
+ */
+function linkInstalledModules(from: string, to: string) {
+  mkdirSync(to);
+  for (const entry of readdirSync(from)) {
+    if (entry.startsWith('.') && entry !== '.bin' && entry !== '.package-lock.json') continue;
+    execFileSync('cp', ['-al', join(from, entry), join(to, entry)]);
+  }
+}
+
 export function packAsDocumented(
   packages: PackageName[] = ['n8n-nodes-docex', 'docex', 'docex-sync'],
 ): Packed {
@@ -56,7 +69,7 @@ export function packAsDocumented(
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // deleted, not yet committed
     }
   }
-  execFileSync('cp', ['-al', join(repo, 'node_modules'), join(clone, 'node_modules')]);
+  linkInstalledModules(join(repo, 'node_modules'), join(clone, 'node_modules'));
 
   writeFileSync(join(dir, 'user.npmrc'), 'ignore-scripts=true\n');
   const { npmEnv } = packedIn(dir, {});

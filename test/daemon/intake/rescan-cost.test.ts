@@ -97,8 +97,9 @@ class KeepingSink {
 
 /**
  * A tree of three folders of two files (and a sub-folder in d1), watched; rescans only when the
- * test says. `racyMs: 0` unless given: the folders were made a moment ago, and the rule for
- * folders changed just before they were read has a test of its own.
+ * test says. No folder is racy unless `racyMs` is given: the folders are changed a moment before
+ * each rescan (even in the same millisecond, which a racy window of 0 still counts as racy), and
+ * the rule for folders changed just before they were read has a test of its own.
  */
 async function startWatcher(
   options: { deaf?: boolean; racyMs?: number; watch?: Record<string, unknown> } = {},
@@ -124,7 +125,7 @@ async function startWatcher(
   let clock = Date.now();
   const watcher = new FolderWatcher(watch, sink, log, undefined, undefined, {
     now: () => clock,
-    racyMs: options.racyMs ?? 0,
+    racyMs: options.racyMs ?? Number.NEGATIVE_INFINITY,
   });
   cleanups.push(async () => {
     await watcher.stop();
