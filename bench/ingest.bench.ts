@@ -64,7 +64,7 @@ async function drop(dir: string) {
 
 /**
  * The plain loop. With `durable`, the same loop plus the least a program needs for docex-sync's
- * guarantees (docs/daemon.md, "The delivery guarantee"), written as plainly: a SQLite row per file
+ * guarantees (docs/reference/results.md, "The delivery guarantee"), written as plainly: a SQLite row per file
  * (WAL, synchronous=NORMAL) committed as `uploading` before the upload leaves, the task id committed
  * when it comes, `archived` committed after the move; the file hashed (the same bytes are uploaded
  * once); each result file written to a temp file, fsynced and renamed. What this costs over the

@@ -24,7 +24,7 @@ let base = '';
 /**
  * How long a browser step may take (the first load of the editor's bundle is the slowest), per
  * millisecond n8n took to become ready: both are CPU-bound start-ups that stretch together on a
- * loaded machine. The measured ratio (docs/n8n.md, "The editor test's time limit") times a margin of 3.
+ * loaded machine. The measured ratio (docs/decisions.md, "The editor test has an n8n of its own") times a margin of 3.
  */
 const SIGNIN_PER_READY = 0.27;
 const UI_MS_PER_READY_MS = 3 * SIGNIN_PER_READY;

@@ -1,6 +1,6 @@
 /**
  * n8n-nodes-docex installed from an npm registry, the three ways n8n users install a community
- * package (docs/n8n.md, "Installing"), into a real n8n: the run's packed tarball is published to a
+ * package (docs/n8n.md, "Install"), into a real n8n: the run's packed tarball is published to a
  * local registry (test/e2e/registry.ts: verdaccio, no uplink), n8n is pointed at it with
  * N8N_COMMUNITY_PACKAGES_REGISTRY, and a workflow extracts a file against this file's emulator.
  *

@@ -155,7 +155,7 @@ const Rerun = z.strictObject({
   dry_run: z.boolean().default(false),
 });
 
-/** The events a webhook may ask for (payloads in docs/daemon.md, "Notifications"). */
+/** The events a webhook may ask for (payloads in docs/reference/notifications.md, "Notifications"). */
 export const NOTIFY_EVENTS = [
   'file_failed',
   'watch_paused',
@@ -179,7 +179,7 @@ export const ConfigSchema = z.strictObject({
   state_db: z.string().min(1),
   /**
    * Work pauses while the state DB's filesystem has less free than this (MiB), and resumes by itself
-   * when there is room again (docs/daemon.md, "A full disk").
+   * when there is room again (docs/reference/results.md, "A full disk under the state DB").
    */
   state_db_min_free_mb: z.number().positive().default(64),
   poll: z

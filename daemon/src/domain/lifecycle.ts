@@ -437,7 +437,7 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
       if (state === 'held')
         return to({ state: 'discovered', reason: null, stable_since: now, next_at: now + policy.stable_ms });
       // An upload cut short may or may not have reached the service: it is sent again, and a
-      // DUPLICATE answer gives the first document (docs/daemon.md, "The delivery guarantee").
+      // DUPLICATE answer gives the first document (docs/reference/results.md, "The delivery guarantee").
       if (state === 'uploading') return to({ state: 'stable', next_at: now });
       if (state === 'discovered') return to({ stable_since: now, next_at: now + policy.stable_ms });
       return keep();

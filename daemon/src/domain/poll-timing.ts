@@ -1,7 +1,7 @@
 /**
  * When to poll an extraction task, learnt from the tasks of the same watch (so of one template)
  * just seen: the first poll goes near the typical extraction time instead of 2 s after the upload,
- * so a document costs about one poll instead of three or four (docs/daemon.md, "Polls"). Pure: the
+ * so a document costs about one poll instead of three or four (docs/reference/engine.md, "Polls"). Pure: the
  * pipeline keeps one estimate per watch in memory and feeds it what each poll saw.
  *
  * Never more polls than the fixed schedule (first poll at interval_ms after the upload, then

@@ -6,7 +6,7 @@
  *
  * A folder's mtime and ctime change when an entry is added, removed or renamed in it (POSIX), and
  * its inode and birth time tell which folder is at the path. What its stats do not show, and who
- * sees it instead (docs/daemon.md, "Scans"):
+ * sees it instead (docs/reference/engine.md, "Scans"):
  * - a file changed in place leaves its folder as it was: the folder's watcher reports it (and the
  *   pipeline checks files in flight itself until they are stable), so a folder is left alone only
  *   while the same watcher has watched it since it was read;

@@ -7,7 +7,7 @@
  * Between scans, natively: one fs.watch per folder, made before the folder is read. An event is only
  * a hint to lstat that path; hints are coalesced per event-loop turn and nothing is kept per file,
  * so memory follows the number of folders, not of files (chokidar keeps every file's stats; the
- * figures are in docs/daemon.md, "Scale, measured"). A folder whose watcher fails is walked again;
+ * figures are in docs/performance.md, "Scale, measured"). A folder whose watcher fails is walked again;
  * the periodic rescan re-watches what was missed and drops watchers of folders gone.
  *
  * A rescan reads only the folders that changed since they were last read (folder-memory.ts): with
@@ -58,7 +58,7 @@ export type ScanReason = 'rescan' | 'full';
  * A native watcher is blind (a network share: inotify hears only this machine's writes) when this
  * many rescans found files that no event had reported, with no event at all since the first of
  * them. A working watcher reports a file before the rescan, or soon after it when the two race,
- * and any event it reports starts the count over (docs/decisions.md, "A blind watcher").
+ * and any event it reports starts the count over (docs/decisions.md, "docex-sync: a blind watcher").
  */
 export const BLIND_AFTER_RESCANS = 3;
 

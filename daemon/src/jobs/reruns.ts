@@ -1,7 +1,7 @@
 /**
  * Bulk reruns: ids gathered with fetch_documents, sent in chunks of 500, results kept in SQLite.
  * Afterwards the results of the local files concerned are fetched again and rewritten in their
- * watch's output when the re-extraction changed them (docs/daemon.md, "Results after a rerun").
+ * watch's output when the re-extraction changed them (docs/reference/results.md, "Results after a rerun").
  */
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';

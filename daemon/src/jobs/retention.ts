@@ -13,7 +13,7 @@
  *   their content names the row's document.
  * A file that fails the check was replaced by someone: it is kept, said once, and never looked at
  * again. Every settled file is recorded in the DB (store/state.ts, table pruned); a dry run
- * records and deletes nothing. docs/decisions.md, "Retention".
+ * records and deletes nothing. docs/decisions.md, "docex-sync: retention".
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, type Stats } from 'node:fs';

@@ -503,7 +503,7 @@ export class MailIntake {
           : null,
     };
     // Why the mail is left as it was: the after-action is for a mail whose every wanted attachment
-    // is recorded (docs/daemon.md, "What happens to a message"); null while it is.
+    // is recorded (docs/reference/mailboxes.md, "What happens to a message"); null while it is.
     let left: string | null = null;
     const record = (
       outcome: 'taken' | 'duplicate' | 'skipped',

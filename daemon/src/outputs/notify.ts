@@ -2,7 +2,7 @@
  * Webhook notifications (`notify:` in the config): a JSON POST per event to each webhook that asked
  * for it. Sending never blocks the pipeline: events go into a bounded in-memory queue, each
  * delivery is retried with exponential backoff, and nothing from the API's credentials is ever in
- * a request. Payloads are documented in docs/daemon.md ("Notifications").
+ * a request. Payloads are documented in docs/reference/notifications.md ("Notifications").
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

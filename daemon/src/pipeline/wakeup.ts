@@ -1,7 +1,7 @@
 /**
  * Rows another process changes (`docex-sync retry` puts a failed file back, `rerun` and `pull`
  * record their runs) wake the running daemon's scheduler, which otherwise only learns of work from
- * its own watchers and jobs (docs/daemon.md, "How the engine works").
+ * its own watchers and jobs (docs/reference/engine.md, "How the engine works").
  *
  * Idle stays free: no timer. Every commit to a WAL-mode DB writes its `-wal` file, so an inotify
  * watch on that file tells us "someone committed"; SQLite's data_version then tells another

@@ -1,7 +1,7 @@
 /**
  * What `docex-sync status` prints: the status page's snapshot (http.ts, also GET /api/status), read from the
  * state DB without a running daemon. `--json` prints it with two keys in front, `schema` and
- * `state_db`; docs/daemon.md ("status --json") documents the schema. Without a state DB the
+ * `state_db`; docs/reference/status.md ("status --json") documents the schema. Without a state DB the
  * snapshot is taken of an empty in-memory one, so the shape is the same, with zeros.
  */
 import { existsSync } from 'node:fs';
@@ -39,7 +39,7 @@ export function cliStatus(config: StatusConfig & ConfigSlice<'state_db'>, now = 
   }
 }
 
-/** `status`'s exit code (docs/daemon.md, "Exit codes"): 0 healthy, 1 needs attention, 6 failing. */
+/** `status`'s exit code (docs/reference/exit-codes.md): 0 healthy, 1 needs attention, 6 failing. */
 export const STATUS_EXIT: Record<HealthLevel, number> = { healthy: 0, attention: 1, failing: 6 };
 
 /** For a person: the health and its reasons first, then the counts. */

@@ -2,7 +2,7 @@
  * The state DB (SQLite): one row per file (see lifecycle.ts for the states), watch pauses, a
  * key-value table and reruns.
  *
- * Durability (docs/daemon.md, "The delivery guarantee"): WAL with synchronous=NORMAL. A commit is in
+ * Durability (docs/reference/results.md, "The delivery guarantee"): WAL with synchronous=NORMAL. A commit is in
  * the WAL file before the call returns, so a crash of the process (kill -9) loses nothing committed;
  * a power loss or kernel crash can lose the last commits (never corrupt the DB), which the pipeline
  * survives like a crash a moment earlier. Writes are batched (group commit): the first write opens a
@@ -304,7 +304,7 @@ export class StateLockedError extends Error {}
 
 /**
  * A file that is not a SQLite DB, or a damaged one, named with the way out: move it aside and start
- * again, and what that costs (docs/daemon.md, "Exit codes").
+ * again, and what that costs (docs/reference/exit-codes.md).
  */
 function unusable(path: string, error: unknown): unknown {
   const code = (error as { code?: string }).code;
@@ -321,7 +321,7 @@ function unusable(path: string, error: unknown): unknown {
  * SQLite's page cache for the state DB, in KiB. better-sqlite3 builds SQLite with 16 MB per
  * connection (SQLITE_DEFAULT_CACHE_SIZE=-16000), and a daemon's DB grows by about 0.7 KB per file
  * it ever saw, so its RSS crept up until the DB passed 16 MB (weeks for a quiet office, an hour at
- * 8 files/s): a bounded cache that looked like a leak (docs/daemon.md, "Memory over time"). 2 MB
+ * 8 files/s): a bounded cache that looked like a leak (docs/performance.md, "Memory over time"). 2 MB
  * (SQLite's own default) holds what is hot: the due-work index and recent rows; the rest is read
  * from the OS page cache, which the kernel can reclaim.
  */
@@ -401,7 +401,7 @@ export interface StateDbOptions {
    * How long a batch of writes may stay open before it commits, in ms; 0 (the default, for the
    * commands): at the end of the event-loop turn. The daemon's pipeline uses a few ms: its effects
    * that must follow a durable state await `durable()`, so the window only delays what a crash may
-   * redo anyway (docs/daemon.md, "The delivery guarantee").
+   * redo anyway (docs/reference/results.md, "The delivery guarantee").
    */
   commitWindowMs?: number;
 }

@@ -210,7 +210,7 @@ export async function binaryItem(
   };
 }
 
-/** What a 429 that reached the workflow means, and what to change (docs/n8n.md, "Rate limit"). */
+/** What a 429 that reached the workflow means, and what to change (docs/n8n.md, "Requests per Second"). */
 export const RATE_LIMIT_ADVICE =
   `The service kept refusing requests as too many (HTTP 429) for the ${RATE_LIMIT_BUDGET_MS / 60_000} minutes this step retries them, ` +
   'or asked to wait longer than a minute. Every execution of this n8n instance that uses this credential shares its ' +

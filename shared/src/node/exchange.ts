@@ -5,7 +5,7 @@
  *
  * Why not got: a small request through got cost ~2x the CPU of the request itself (its options are
  * normalised, merged and validated, its hooks and progress events run, for every request). In the
- * daemon's ingest that was ~4 ms of ~12 ms of CPU per file (docs/daemon.md, "Throughput, measured").
+ * daemon's ingest that was ~4 ms of ~12 ms of CPU per file (docs/performance.md, "Throughput, measured").
  */
 import { request as httpRequest, type Agent, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';

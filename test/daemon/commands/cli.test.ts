@@ -200,7 +200,7 @@ describe('status and retry', () => {
     expect(text.stdout).toMatch(
       /^Needs attention:\n {2}2 failed file\(s\): fix the cause, then docex-sync retry --all .*\n {2}failed .*empty-[ab]\.txt: the file is empty \(0 bytes\)/,
     );
-    expect(text.code).toBe(1); // needs attention (docs/daemon.md, "Exit codes")
+    expect(text.code).toBe(1); // needs attention (docs/reference/exit-codes.md)
     expect(status.code).toBe(1);
 
     const usage = await finished(['retry', '--config', world.configFile]);

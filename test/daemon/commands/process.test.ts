@@ -602,7 +602,7 @@ async function crashThenRestart(point: string) {
 async function expectEveryFileDeliveredOnce(uploads: Record<string, number>) {
   for (const n of crashNames) expect(uploads[sha(invoice(n))], n).toBeGreaterThanOrEqual(1);
   for (const n of crashNames) expect(uploads[sha(invoice(n))], n).toBeLessThanOrEqual(2);
-  // api.concurrency (4): the most a crash may send twice (docs/daemon.md, "The re-upload bound").
+  // api.concurrency (4): the most a crash may send twice (docs/reference/results.md, "The re-upload bound").
   expect(crashNames.filter((n) => uploads[sha(invoice(n))] === 2).length).toBeLessThanOrEqual(4);
   const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
   expect(await client.fetchDocuments({})).toHaveLength(crashNames.length); // one document per file
