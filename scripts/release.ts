@@ -174,7 +174,7 @@ async function stage(p: Platform, into: string, shared: { licenses: string; vers
   const app = join(into, APP_DIR);
   await mkdir(app, { recursive: true });
   // The npm package's own files (package.json "files"), as the bundles expect them around.
-  for (const f of ['package.json', 'README.md', 'CHANGELOG.md', 'bin', 'dist'])
+  for (const f of ['package.json', 'README.md', 'CHANGELOG.md', 'bin', 'dist', 'man'])
     await cp(join(repo, 'daemon', f), join(app, f), { recursive: true });
   for (const name of await runtimePackages()) {
     const from = join(repo, 'node_modules', name);
@@ -315,6 +315,14 @@ async function debian(
         input: debChangelog(version, EPOCH.toUTCString().replace('GMT', '+0000')),
       }),
     );
+    // man docex-sync, man docex: the pages npm installs too (daemon/man, made by docs:reference).
+    const man1 = join(root, 'usr/share/man/man1');
+    await mkdir(man1, { recursive: true });
+    for (const command of COMMANDS)
+      await writeFile(
+        join(man1, `${command}.1.gz`),
+        execFileSync('gzip', ['-9n'], { input: await readFile(join(repo, 'daemon/man', `${command}.1`)) }),
+      );
     await mkdir(join(root, 'usr/share/lintian/overrides'), { recursive: true });
     await writeFile(join(root, 'usr/share/lintian/overrides', DEB.name), LINTIAN_OVERRIDES);
 

@@ -9,7 +9,7 @@
  * to it and fetches nothing.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isBuiltin } from 'node:module';
@@ -98,6 +98,9 @@ describe('the docex-sync package from a plain npm pack', () => {
         'bin/docex.js',
         'dist/cli.js',
         'dist/answers.js',
+        // man docex-sync, man docex (docs:reference makes them from the command tables).
+        'man/docex-sync.1',
+        'man/docex.1',
         'package.json',
       ].sort(),
     );
@@ -138,6 +141,14 @@ describe('the docex-sync package from a plain npm pack', () => {
     const warnings = result.stderr.split('\n').filter((l) => /npm warn/i.test(l) && !/logged in/.test(l));
     expect(warnings).toEqual([]);
     expect(result.stderr).toContain('docex-sync@');
+  });
+
+  it('installs its man pages where man finds them: man docex-sync, man docex', () => {
+    for (const page of ['docex-sync.1', 'docex.1']) {
+      const installed = join(prefix, 'share', 'man', 'man1', page);
+      expect(existsSync(installed), `${installed} (npm links the package's "man" pages)`).toBe(true);
+      expect(readFileSync(installed, 'utf8')).toBe(readFileSync(join(repo, 'daemon', 'man', page), 'utf8'));
+    }
   });
 
   it('answers --version with the package version, and keeps docex on PATH', () => {

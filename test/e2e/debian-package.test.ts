@@ -102,6 +102,12 @@ describe.skipIf(skip)('the Debian package', () => {
     expect(readlinkSync(at('/usr/bin/docex'))).toBe(`${DEB.prefix}/bin/docex`);
     expect((await shown(['docex-sync', '--version'])).stdout).toBe(`docex-sync ${release.version}\n`);
     expect((await root.run(['docex', '--version'])).stdout).toBe(`docex ${release.version}\n`);
+    // man docex-sync, man docex: gzipped where man looks (dpkg -L, since a minimal root may exclude
+    // /usr/share/man from unpacking).
+    const listed = (await root.run(['dpkg', '-L', DEB.name])).stdout.split('\n');
+    expect(listed).toEqual(
+      expect.arrayContaining(['/usr/share/man/man1/docex-sync.1.gz', '/usr/share/man/man1/docex.1.gz']),
+    );
 
     const user = await root.run(['getent', 'passwd', DEB.user]);
     expect(user.stdout).toMatch(

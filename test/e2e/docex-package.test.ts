@@ -5,7 +5,7 @@
  * then `--version`, and operations and templates export against the emulator.
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -77,6 +77,7 @@ describe('the docex package from a plain npm pack, installed alone', () => {
         'bin/require-node.js',
         'dist/answers.js',
         'dist/docex.js',
+        'man/docex.1',
         'package.json',
       ].sort(),
     );
@@ -106,6 +107,12 @@ describe('the docex package from a plain npm pack, installed alone', () => {
     const warnings = result.stderr.split('\n').filter((l) => /npm warn/i.test(l) && !/logged in/.test(l));
     expect(warnings).toEqual([]);
     expect(result.stderr).toContain('docex@');
+  });
+
+  it('installs its man page where man finds it: man docex', () => {
+    const installed = join(prefix, 'share', 'man', 'man1', 'docex.1');
+    expect(existsSync(installed), `${installed} (npm links the package's "man" pages)`).toBe(true);
+    expect(readFileSync(installed, 'utf8')).toBe(readFileSync(join(repo, 'cli', 'man', 'docex.1'), 'utf8'));
   });
 
   it('answers --version, runs operations and exports templates as YAML', async () => {
