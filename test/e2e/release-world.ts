@@ -101,11 +101,16 @@ export function start(
   let stderr = '';
   child.stdout!.on('data', (d) => (stderr += d));
   child.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // On 'close', not 'exit': 'exit' may come before the last of the output (the "stopped" line).
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   return { child, stderr: () => stderr, exited };
 }
 
-/** Drops a file into `<hostBase>/inbox` and waits until it is in processed/ with its result written. */
+/**
+ * Drops a file into `<hostBase>/inbox` and waits until it is in processed/ with its result written.
+ * With the daemon's `running`, a failure says what the daemon printed up to then, and a daemon that
+ * ends first (a config it refuses, a port in use) fails the wait at once with its exit code.
+ */
 export async function dropAndAwait(
   hostBase: string,
   name: string,
@@ -113,12 +118,23 @@ export async function dropAndAwait(
   running?: Running,
   results = join(hostBase, 'results'),
 ) {
+  let ended: { code: number | null } | undefined;
+  void running?.exited.then((code) => (ended = { code }));
+  const output = () => (running ? `; its output:\n${running.stderr().slice(-3000)}` : '');
   await writeFile(join(hostBase, 'inbox', name), `Invoice number: ${number}\n`);
   await until(
-    `${name} processed${running ? ` (output so far: ${running.stderr().slice(-2000)})` : ''}`,
-    async () => (await readdir(join(hostBase, 'processed')).catch((): string[] => [])).includes(name),
+    `${name} processed`,
+    async () => {
+      if ((await readdir(join(hostBase, 'processed')).catch((): string[] => [])).includes(name)) return true;
+      if (ended)
+        throw new Error(`the daemon ended (exit ${ended.code}) before ${name} was processed${output()}`);
+      return false;
+    },
     120_000,
-  );
+  ).catch((error: unknown) => {
+    if (error instanceof Error && error.message.startsWith('timed out')) error.message += output();
+    throw error;
+  });
   const json = (await readdir(results)).find(
     (f) => f.startsWith(name.replace(/\.[^.]+$/, '')) && f.endsWith('.json'),
   );
