@@ -3,10 +3,11 @@
  * and `docex-sync retry` alike: the file goes back into its watched folder and the same row starts
  * over as discovered.
  */
-import { copyFile, rename, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
 import type { ConfigSlice, WatchConfig } from '../config/config.ts';
 import { freeTarget } from '../common/files.ts';
+import { moveTo } from '../common/move.ts';
 import { allWatches } from '../intake/sources.ts';
 import { decide, NEVER, type Policy } from '../domain/lifecycle.ts';
 import type { StateDb } from '../store/state.ts';
@@ -115,11 +116,8 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
     db.update(row.id, { ...changes, ...moved, next_at: NEVER }, now());
     db.flush();
     try {
-      await rename(row.path, back).catch(async (error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EXDEV') throw error;
-        await copyFile(row.path, back);
-        await rm(row.path);
-      });
+      // Never over a file dropped there meanwhile, never half a copy in the watched folder.
+      await moveTo(row.path, back);
     } catch (error) {
       const before = Object.fromEntries(Object.keys(changes!).map((k) => [k, row[k as keyof typeof row]]));
       db.update(row.id, { ...before, path: row.path, rel: row.rel, finalized: 1 }, now());

@@ -1,7 +1,6 @@
 /** File-system helpers: atomic writes, moves that never leave their folder, free names. */
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { copyFile, link, lstat, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { safeFileName } from '@docex/shared';
 
@@ -24,12 +23,15 @@ const MADE_DIRS_MAX = 4096;
 const TEMP = /^\..+\.[0-9a-f]{8}\.tmp$/;
 
 /** Makes `dir` (and its parents) unless this process made or found it before (see madeDirs). */
-async function ensureFolder(dir: string) {
+export async function ensureFolder(dir: string) {
   if (madeDirs.has(dir)) return;
   await mkdir(dir, { recursive: true });
   if (madeDirs.size >= MADE_DIRS_MAX) madeDirs.clear();
   madeDirs.add(dir);
 }
+
+/** Forgets that this process made `dir` (it was found removed): true when it was remembered. */
+export const forgetFolder = (dir: string) => madeDirs.delete(dir);
 
 /**
  * The 8 hex digits of a temp file's name: a random start per process, then one more per temp file.
@@ -177,7 +179,7 @@ export class Reservations {
 
 /** How a free-name search tells a free name (see freeTarget). */
 export interface FreeNameOptions {
-  /** A name that is already a hard link of this file is given too (see moveInto). */
+  /** A name that already holds this file is given too (heldByFileOf: a move a crash cut short). */
   linkOf?: string;
   /** A name another file holds here is skipped; the name given is held for `holder` (released by the caller once its file is there). */
   reserve?: { in: Reservations; holder: number };
@@ -208,65 +210,20 @@ export async function freeTarget(dir: string, rel: string, options: FreeNameOpti
     const heldBefore = reserve?.in.holderOf(candidate);
     if (reserve && !reserve.in.take(candidate, reserve.holder)) continue;
     if (await free(candidate)) return candidate;
-    if (linkOf !== undefined && (await sameFile(linkOf, candidate))) return candidate;
+    if (linkOf !== undefined && (await heldByFileOf(linkOf, candidate))) return candidate;
     if (reserve && heldBefore === undefined) reserve.in.release(candidate, reserve.holder);
   }
 }
 
-/** Whether both names are one file (one inode): a hard link made by a move that a crash cut short. */
-async function sameFile(a: string, b: string): Promise<boolean> {
-  const [x, y] = await Promise.all([lstat(a), lstat(b)].map((p) => p.catch(() => undefined)));
-  return x !== undefined && y !== undefined && x.ino === y.ino && x.dev === y.dev;
-}
-
 /**
- * Moves without overwriting: a hard link to a free name (refused with EEXIST when another move took
- * that name meanwhile, then the next name is tried) and the source removed; across file systems a
- * copy that refuses to overwrite, then the delete; rename where links are not supported. Two files
- * given the same name at the same moment (names from the data) both keep theirs. Returns the new path.
+ * Whether `name` holds `source`'s file: one inode (a hard link), or across file systems the copy a
+ * move made (move.ts: same size, and the source's mtime given to it, to the millisecond). A move a crash cut short
+ * after the new name was made leaves exactly this.
  */
-export async function moveInto(
-  source: string,
-  dir: string,
-  rel: string,
-  free: FreeNameOptions['free'] = nothingThere,
-): Promise<string> {
-  let remade = false;
-  for (;;) {
-    const target = await freeTarget(dir, rel, { linkOf: source, free });
-    const folder = dirname(target);
-    await ensureFolder(folder);
-    try {
-      await link(source, target);
-      await rm(source);
-      return target;
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      // The folder was made by this process once and may have been removed since: made again, once.
-      if (code === 'ENOENT' && !remade && madeDirs.delete(folder)) {
-        remade = true;
-        continue;
-      }
-      // The name is the source's own link: a move before a crash linked it but did not remove the
-      // source. Finishing that move keeps one copy, not "a.pdf" and "a (2).pdf".
-      if (code === 'EEXIST' && (await sameFile(source, target))) {
-        await rm(source);
-        return target;
-      }
-      if (code === 'EEXIST') continue;
-      if (code === 'EXDEV') {
-        try {
-          await copyFile(source, target, constants.COPYFILE_EXCL);
-        } catch (copyError) {
-          if ((copyError as NodeJS.ErrnoException).code === 'EEXIST') continue;
-          throw copyError;
-        }
-        await rm(source);
-        return target;
-      }
-      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
-      await rename(source, target);
-      return target;
-    }
-  }
+export async function heldByFileOf(source: string, name: string): Promise<boolean> {
+  const [x, y] = await Promise.all([lstat(source), lstat(name)].map((p) => p.catch(() => undefined)));
+  if (x === undefined || y === undefined || !x.isFile() || !y.isFile()) return false;
+  if (x.dev === y.dev) return x.ino === y.ino;
+  // utimes sets times in whole milliseconds here (a Date), the source's may have nanoseconds.
+  return x.size === y.size && Math.abs(x.mtimeMs - y.mtimeMs) < 1;
 }

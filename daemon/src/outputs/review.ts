@@ -11,9 +11,8 @@
  * is untrusted: control characters removed, lengths capped, CSV cells that a spreadsheet would run
  * as a formula quoted, and every path resolved inside review_dir.
  */
-import { constants } from 'node:fs';
-import { copyFile, link, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
+import { basename } from 'node:path';
 import {
   reviewReasons,
   rulesFromSettings,
@@ -24,7 +23,8 @@ import {
 } from '@docex/shared';
 import type { WatchConfig } from '../config/config.ts';
 import { settingsOfRoute } from '../config/route-settings.ts';
-import { freeTarget, inside, Reservations, tempSuffix, writeAtomic } from '../common/files.ts';
+import { freeTarget, inside, Reservations, writeAtomic } from '../common/files.ts';
+import { moveTo } from '../common/move.ts';
 import type { FileRow } from '../domain/lifecycle.ts';
 import {
   DailyCsv,
@@ -301,35 +301,3 @@ export class ReviewQueue {
 
 /** A cell a spreadsheet would run as a formula (=, +, -, @ first) is quoted with a leading '. */
 export const csvSafe = (text: string) => (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text);
-
-/**
- * Moves `source` to exactly `target` (a name recorded before the move), never over another file:
- * done already when the source is gone, or when both are one file (a link made, the source not yet
- * removed).
- */
-export async function moveTo(source: string, target: string): Promise<void> {
-  const [from, to] = await Promise.all([
-    stat(source).catch(() => undefined),
-    stat(target).catch(() => undefined),
-  ]);
-  if (!from) return;
-  // Ours: the same file (linked), or across file systems a whole copy (made under a temp name first).
-  const ours = to && (to.dev === from.dev ? to.ino === from.ino : to.size === from.size);
-  if (to && !ours) throw new Error(`${target} is taken by another file; the original stays at ${source}`);
-  await mkdir(dirname(target), { recursive: true });
-  if (!to) {
-    try {
-      await link(source, target);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EXDEV') {
-        const temp = join(dirname(target), `.${basename(target)}.${tempSuffix()}.tmp`);
-        await copyFile(source, temp, constants.COPYFILE_EXCL);
-        await rename(temp, target);
-      } else if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP')
-        return rename(source, target);
-      else throw error;
-    }
-  }
-  await rm(source);
-}

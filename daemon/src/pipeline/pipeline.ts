@@ -19,7 +19,8 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import type { ApiSettings, ConfigSlice, WatchConfig } from '../config/config.ts';
-import { freeTarget, moveInto, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
+import { freeTarget, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
+import { moveInto } from '../common/move.ts';
 import {
   decide,
   describe,

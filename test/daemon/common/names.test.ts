@@ -7,7 +7,8 @@ import { link, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freeTarget, moveInto } from '../../../daemon/src/common/files.ts';
+import { freeTarget } from '../../../daemon/src/common/files.ts';
+import { moveInto } from '../../../daemon/src/common/move.ts';
 import { parseNamePattern, renderName, type NameValues } from '../../../daemon/src/common/names.ts';
 
 const values = (fields: Record<string, unknown>, over: Partial<NameValues> = {}): NameValues => ({
