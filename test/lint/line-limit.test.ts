@@ -26,7 +26,6 @@ const EXCEPTIONS: Record<string, string> = {
   'daemon/src/pipeline/pipeline.ts': 'to split into step files around a dispatcher (#37)',
   'daemon/src/mail/intake.ts': 'to split: the IMAP session apart from spooling a message (#37)',
   'daemon/src/domain/lifecycle.ts': "one state machine: every decision about a file's fate, in one place",
-  'daemon/src/intake/watcher.ts': 'to split: the fs watcher apart from its rescan schedule (#37)',
   'shared/src/core/client.ts':
     "the client's one class (every call through its retry); shared/ is being reworked (#42), not split here",
   'shared/src/node/transport.ts':

@@ -16,13 +16,14 @@
  * reads every folder: the bound for what neither an event nor a folder's stats reported.
  * With `polling` (network shares, where inotify sees nothing), chokidar's polling reports changes.
  */
-import chokidar, { type FSWatcher as Poller } from 'chokidar';
 import { watch as watchFolder, type FSWatcher, type Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { basename, join, sep } from 'node:path';
 import type { Logger } from 'pino';
 import type { WatchConfig } from '../config/config.ts';
 import { FolderMemoryOfWatch } from './folder-memory.ts';
+import { WatcherHearing, type BlindWatcher } from './hearing.ts';
+import { startPolling, type Poller } from './polling.ts';
 import { Walker, type Candidate, type FolderMemory, type Listed } from './walk.ts';
 
 export interface CandidateSink {
@@ -55,23 +56,6 @@ export const FULL_RESCAN_MS = 3_600_000;
 export type ScanReason = 'rescan' | 'full';
 
 /**
- * A native watcher is blind (a network share: inotify hears only this machine's writes) when this
- * many rescans found files that no event had reported, with no event at all since the first of
- * them. A working watcher reports a file before the rescan, or soon after it when the two race,
- * and any event it reports starts the count over (docs/decisions.md, "docex-sync: a blind watcher").
- */
-export const BLIND_AFTER_RESCANS = 3;
-
-/** What a blind watcher's warning, status and /healthz say. */
-export interface BlindWatcher {
-  /** When the first of the rescans ran (ms). */
-  since: number;
-  /** Rescans that found files no event reported, and how many files they found. */
-  rescans: number;
-  files: number;
-}
-
-/**
  * Which folder is at a path: its inode, and its birth time, since a folder made again at once often
  * gets the inode number of the one just removed (ext4).
  */
@@ -99,13 +83,8 @@ export class FolderWatcher {
   private readonly walker: Walker;
   private readonly scanned: (() => void) | undefined;
   private readonly blindness: ((blind: BlindWatcher | null) => void) | undefined;
-  /** Files and folders watcher events named since the last rescan (evidence that the watcher hears). */
-  private heard = 0;
-  /** Rescans since the last event that found files no event reported (null: none). */
-  private unheard: BlindWatcher | null = null;
-  private blind = false;
-  /** Whether a rescan found that events were heard in this run. */
-  private heardOnce = false;
+  /** Whether the native watcher hears anything (evidence per rescan, hearing.ts). */
+  private readonly hearing = new WatcherHearing();
   /** The folders scans read, so rescans can leave the unchanged ones alone. */
   private readonly memory: FolderMemoryOfWatch;
   /** When the last scan that read every folder began (the clock of `now`). */
@@ -144,7 +123,8 @@ export class FolderWatcher {
    */
   async start() {
     const started = performance.now();
-    if (this.watch.polling) await this.startPolling();
+    if (this.watch.polling)
+      this.poller = await startPolling(this.watch, this.walker, (path) => this.track(this.check(path)), this.log);
     this.lastFullAt = this.now();
     this.memory.begin(false);
     const walked = new Set<string>();
@@ -201,7 +181,7 @@ export class FolderWatcher {
    */
   private fullRescanDue(): boolean {
     const every = this.watch.full_rescan_interval_ms ?? FULL_RESCAN_MS;
-    return this.fullWanted || this.watch.polling || this.blind || this.now() - this.lastFullAt >= every;
+    return this.fullWanted || this.watch.polling || this.hearing.blind || this.now() - this.lastFullAt >= every;
   }
 
   private async rescan() {
@@ -241,56 +221,16 @@ export class FolderWatcher {
 
   /** After a rescan that recorded `fresh` new files: is the native watcher hearing anything? */
   private judgeWatcher(fresh: number) {
-    const heard = this.heard;
-    this.heard = 0;
-    if (heard > 0) {
-      this.unheard = null;
-      // Also the first time in a run: an earlier run may have recorded this watcher as blind.
-      if (this.blind || !this.heardOnce) this.blindness?.(null);
-      if (this.blind)
-        this.log.info({ folder: this.watch.path }, 'the watcher of this folder reports events again');
-      this.blind = false;
-      this.heardOnce = true;
-      return;
-    }
-    if (fresh === 0) return; // nothing happened: no evidence either way
-    const unheard = (this.unheard ??= { since: Date.now(), rescans: 0, files: 0 });
-    unheard.rescans++;
-    unheard.files += fresh;
-    if (unheard.rescans < BLIND_AFTER_RESCANS) return;
-    if (!this.blind) {
-      this.blind = true;
+    const verdict = this.hearing.afterRescan(fresh, Date.now());
+    if (verdict.turned === 'hearing')
+      this.log.info({ folder: this.watch.path }, 'the watcher of this folder reports events again');
+    const blind = verdict.report;
+    if (verdict.turned === 'blind' && blind)
       this.log.warn(
-        { folder: this.watch.path, rescans: unheard.rescans, files: unheard.files },
-        `the watcher of this folder reports nothing: ${unheard.rescans} rescans found ${unheard.files} new file(s) that no watcher event reported (a network share, SMB/NFS?), so files wait up to rescan_interval_ms; set polling: true for this folder`,
+        { folder: this.watch.path, rescans: blind.rescans, files: blind.files },
+        `the watcher of this folder reports nothing: ${blind.rescans} rescans found ${blind.files} new file(s) that no watcher event reported (a network share, SMB/NFS?), so files wait up to rescan_interval_ms; set polling: true for this folder`,
       );
-    }
-    this.blindness?.({ ...unheard });
-  }
-
-  private async startPolling() {
-    this.poller = chokidar.watch(this.watch.path, {
-      ignoreInitial: true,
-      backend: 'polling',
-      pollingInterval: this.watch.polling_interval_ms,
-      pollingBinaryInterval: this.watch.polling_interval_ms,
-      depth: this.watch.recursive ? undefined : 0,
-      followSymlinks: false,
-      // Folders are entered unless excluded; files must also pass `include` (chokidar passes the
-      // stats when it has them; check() applies the file rule to every file it reports anyway).
-      ignored: (path, stats) =>
-        stats?.isDirectory() ? this.walker.excluded(path, true) : this.walker.excluded(path),
-    });
-    this.poller
-      .on('add', (path) => this.track(this.check(path)))
-      .on('change', (path) => this.track(this.check(path)))
-      .on('error', (error) =>
-        this.log.warn(
-          { err: error, folder: this.watch.path },
-          'watcher error; the periodic rescan still runs',
-        ),
-      );
-    await new Promise<void>((resolve) => this.poller!.once('ready', () => resolve()));
+    if (blind !== undefined) this.blindness?.(blind);
   }
 
   /** A path chokidar reported (polling). */
@@ -387,7 +327,7 @@ export class FolderWatcher {
     if (this.walker.excluded(path)) return;
     const info = await lstat(path).catch(() => undefined);
     if (this.stopped) return;
-    if (info) this.heard++;
+    if (info) this.hearing.event();
     if (!info) {
       this.unwatch(path);
       // A watcher names its own folder when that folder is removed or moved away: the folder now at

@@ -15,7 +15,8 @@ import type { WatchConfig } from '../../../daemon/src/config/config.ts';
 import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { renderStatus, cliStatus } from '../../../daemon/src/status/report.ts';
 import type { Candidate, Listed } from '../../../daemon/src/intake/walk.ts';
-import { BLIND_AFTER_RESCANS, FolderWatcher } from '../../../daemon/src/intake/watcher.ts';
+import { FolderWatcher } from '../../../daemon/src/intake/watcher.ts';
+import { BLIND_AFTER_RESCANS } from '../../../daemon/src/intake/hearing.ts';
 import type { StatusSnapshot } from '../../../daemon/src/status/read-model.ts';
 import { invoice, makeWorld, until, watchIn, type World } from '../helpers.ts';
 
