@@ -143,7 +143,7 @@ export async function checkMailboxes(config: ConfigSlice<'mailboxes'>, env: Node
   const lines: string[] = [];
   if (config.mailboxes.length === 0) return { problems, lines };
   // Loaded only when needed: imapflow and mailparser cost seconds of start-up on a busy machine.
-  const { checkMailbox, describeImapError, MailboxError } = await import('../mail/intake.ts');
+  const { checkMailbox, describeImapError, MailboxError } = await import('../mail/connection.ts');
   for (const [i, m] of config.mailboxes.entries()) {
     try {
       const seen = await checkMailbox(m, env);

@@ -17,19 +17,25 @@
  * same-bytes rule. A poll asks the server only for UIDs above the highest one recorded, so mail
  * left unflagged is never taken twice and does not make later polls longer.
  */
-import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
-import { isIP } from 'node:net';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { rootCertificates } from 'node:tls';
 import { basename, dirname, join } from 'node:path';
-import { ImapFlow, type ImapFlowOptions, type SearchObject } from 'imapflow';
+import { ImapFlow } from 'imapflow';
 import type { Logger } from 'pino';
-import { inside, removeStaleTemps, writeAtomic } from '../common/files.ts';
-import type { NewFile, StateDb } from '../store/state.ts';
-import { spoolFolder, type MailboxConfig } from '../config/mail.ts';
-import { messageYield, ruleFor, type SkippedPart } from './select.ts';
+import { removeStaleTemps } from '../common/files.ts';
+import type { StateDb } from '../store/state.ts';
+import type { MailboxConfig } from '../config/mail.ts';
+import {
+  afterAction,
+  credentialFile,
+  describeImapError,
+  digest,
+  imapOptions,
+  MailboxError,
+  pendingQuery,
+} from './connection.ts';
+import { takeMessage } from './take.ts';
 import {
   cannotLogIn,
   mailboxStatus,
@@ -61,122 +67,7 @@ export interface MailboxRetry {
 
 const RETRY: MailboxRetry = { firstMs: 1000, maxMs: 60_000, reconnectMs: 1000 };
 
-/** A mailbox problem the operator must fix (credentials, folder, flag): its message says what and where. */
-export class MailboxError extends Error {}
-
 const STOP_GRACE_MS = 10_000;
-
-/** The file a mailbox's secret comes from (re-read at each login and whenever it changes), if any. */
-const credentialFile = (mailbox: MailboxConfig) => mailbox.oauth2_token_file ?? mailbox.password_file;
-
-/** Compared to tell a changed secret from an unchanged one without keeping a second copy of it. */
-const digest = (secret: string) => createHash('sha256').update(secret).digest('hex');
-
-/** The IMAP client options of a mailbox, its secret read now (files are re-read at every login). */
-export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv): Promise<ImapFlowOptions> {
-  const key = `mailboxes[${mailbox.name}]`;
-  const readSecret = async (file: string, what: string) => {
-    try {
-      const value = (await readFile(file, 'utf8')).trim();
-      if (!value) throw new MailboxError(`${key}.${what}: ${file} is empty`);
-      return value;
-    } catch (error) {
-      if (error instanceof MailboxError) throw error;
-      throw new MailboxError(
-        `${key}.${what}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-  };
-  let auth: ImapFlowOptions['auth'];
-  if (mailbox.oauth2_token_file)
-    auth = {
-      user: mailbox.user,
-      accessToken: await readSecret(mailbox.oauth2_token_file, 'oauth2_token_file'),
-    };
-  else if (mailbox.password_file)
-    auth = { user: mailbox.user, pass: await readSecret(mailbox.password_file, 'password_file') };
-  else {
-    const pass = env[mailbox.password_env!];
-    if (!pass)
-      throw new MailboxError(
-        `${key}.password_env: the environment variable ${mailbox.password_env} is not set`,
-      );
-    auth = { user: mailbox.user, pass };
-  }
-  const ca = mailbox.ca_file
-    ? [...rootCertificates, await readSecret(mailbox.ca_file, 'ca_file')]
-    : undefined;
-  const tls = mailbox.security === 'tls';
-  return {
-    host: mailbox.host,
-    port: mailbox.port ?? (tls ? 993 : 143),
-    secure: tls,
-    // STARTTLS is required, never optional: the password must not cross the wire in clear.
-    doSTARTTLS: tls ? undefined : true,
-    tls: { ...(ca ? { ca } : {}), ...(isIP(mailbox.host) ? {} : { servername: mailbox.host }) },
-    auth,
-    logger: false,
-    disableAutoIdle: !mailbox.idle,
-    // imapflow starts IDLE after 15 s without a command (so a burst of commands is not broken up);
-    // a message arriving in that time would wait for it. The intake's passes are done by then.
-    autoIdleDelay: 1000,
-    connectionTimeout: 30_000,
-    greetingTimeout: 30_000,
-  };
-}
-
-/**
- * A readable line for an IMAP error: the server's own text when it gave one, never a credential.
- * With the mailbox, a refused login names the credential it used and what to do (loginRefusal).
- */
-export function describeImapError(error: unknown, mailbox?: MailboxConfig): string {
-  const e = error as {
-    message?: string;
-    responseText?: string;
-    response?: unknown;
-    code?: string;
-    authenticationFailed?: boolean;
-    oauthError?: { status?: unknown };
-  };
-  if (e.authenticationFailed) {
-    // imapflow's response starts with the command's tag ("2 NO ..."), which tells a reader nothing.
-    const said = typeof e.response === 'string' ? e.response.replace(/^\S+ (?=(NO|BAD) )/, '') : '';
-    const oauthStatus =
-      e.oauthError?.status !== undefined ? `; OAuth2 status ${String(e.oauthError.status)}` : '';
-    const server = said || oauthStatus ? ` (${said}${said ? oauthStatus : oauthStatus.slice(2)})` : '';
-    return mailbox ? loginRefusal(mailbox, server) : `the server refused the login${server}`;
-  }
-  const text = e.responseText
-    ? `${e.message ?? 'IMAP error'}: ${e.responseText}`
-    : (e.message ?? String(error));
-  return e.code && !text.includes(e.code) ? `${text} (${e.code})` : text;
-}
-
-/**
- * A refused login, said the same in status, the page, /healthz, the log and `check`: which secret
- * the server refused (the setting in use, where it comes from), why that happens and what to do,
- * and when docex-sync tries it (like the API key's refusal). `server` is the server's own words.
- */
-function loginRefusal(mailbox: MailboxConfig, server: string): string {
-  const key = `mailboxes[${mailbox.name}]`;
-  if (mailbox.oauth2_token_file)
-    return `the server refused the access token in ${mailbox.oauth2_token_file}${server}: it has expired or was revoked; the job that renews the token must write a new one there (${key}.oauth2_token_file); it is used as soon as the file changes`;
-  if (mailbox.password_file)
-    return `the server refused the password in ${mailbox.password_file}${server}: it is wrong or was changed; write the current password of ${mailbox.user} there (${key}.password_file); it is used as soon as the file changes`;
-  // The environment is read once, when the process starts: only a new start sees a new value.
-  return `the server refused the password in the environment variable ${mailbox.password_env}${server}: it is wrong or was changed; set ${mailbox.password_env} (${key}.password_env) to the current password of ${mailbox.user}, then start docex-sync run again (a running daemon keeps the environment it was started with)`;
-}
-
-/** What the server's answer to a search for not-yet-taken messages is, per after-action. */
-function pendingQuery(mailbox: MailboxConfig): SearchObject {
-  if (mailbox.after.action !== 'flag') return { all: true };
-  const system: Record<string, SearchObject> = {
-    '\\seen': { seen: false },
-    '\\flagged': { flagged: false },
-    '\\answered': { answered: false },
-  };
-  return system[mailbox.after.flag.toLowerCase()] ?? { unKeyword: mailbox.after.flag };
-}
 
 export class MailIntake {
   private readonly deps: IntakeDeps;
@@ -436,7 +327,7 @@ export class MailIntake {
       if (mailbox.after.action === 'flag') this.checkFlag(opened.permanentFlags);
       for (const m of db.mailPending(mailbox.name)) {
         if (this.stopping) return;
-        if (m.uidvalidity === uidvalidity) await this.after(client, m.uid);
+        if (m.uidvalidity === uidvalidity) await afterAction(client, mailbox, m.uid);
         db.mailDone(m.id, this.now());
       }
       // Only UIDs above the highest one recorded: a mail left as it was (unflagged, still in the
@@ -453,7 +344,16 @@ export class MailIntake {
       );
       for (const uid of uids) {
         if (this.stopping) return;
-        await this.take(client, uidvalidity, uid);
+        const taken = await takeMessage(
+          { ...this.deps, now: () => this.now() },
+          client,
+          uidvalidity,
+          uid,
+        );
+        if (taken && taken.left === null) {
+          await afterAction(client, this.deps.mailbox, uid);
+          this.deps.db.mailDone(taken.id, this.now());
+        }
       }
     } finally {
       lock.release();
@@ -472,166 +372,6 @@ export class MailIntake {
       );
   }
 
-  private async after(client: ImapFlow, uid: number) {
-    const { mailbox } = this.deps;
-    const range = String(uid);
-    if (mailbox.after.action === 'flag')
-      await client.messageFlagsAdd(range, [mailbox.after.flag], { uid: true });
-    else if (mailbox.after.action === 'move')
-      await client.messageMove(range, mailbox.after.folder, { uid: true });
-  }
-
-  private async take(client: ImapFlow, uidvalidity: number, uid: number) {
-    const { mailbox, db, log } = this.deps;
-    const now = this.now();
-    const head = await client.fetchOne(String(uid), { uid: true, size: true, envelope: true }, { uid: true });
-    if (!head) return; // expunged meanwhile
-    const envelopeId = head.envelope?.messageId?.trim() || null;
-    const base = {
-      mailbox: mailbox.name,
-      uidvalidity,
-      uid,
-      message_id: envelopeId,
-      sender:
-        head.envelope?.from
-          ?.map((a) => (a.name ? `"${a.name}" <${a.address}>` : (a.address ?? '')))
-          .join(', ') ?? '',
-      subject: head.envelope?.subject ?? '',
-      sent_at:
-        head.envelope?.date && !Number.isNaN(new Date(head.envelope.date).getTime())
-          ? new Date(head.envelope.date).toISOString()
-          : null,
-    };
-    // Why the mail is left as it was: the after-action is for a mail whose every wanted attachment
-    // is recorded (docs/reference/mailboxes.md, "What happens to a message"); null while it is.
-    let left: string | null = null;
-    const record = (
-      outcome: 'taken' | 'duplicate' | 'skipped',
-      reason: string | null,
-      skipped: SkippedPart[],
-      files: Array<NewFile & { name: string }> = [],
-    ) => db.recordMail({ ...base, outcome, reason, skipped, left_reason: left }, files, now);
-
-    let id: number;
-    const earlier = envelopeId ? db.mailTakenWithMessageId(mailbox.name, envelopeId) : undefined;
-    if (earlier) {
-      if (earlier.left_reason !== null)
-        left = `a copy of UID ${earlier.uid}, which was left too: ${earlier.left_reason}`;
-      id = record(
-        'duplicate',
-        `Message-ID taken before (UID ${earlier.uid}, UIDVALIDITY ${earlier.uidvalidity})`,
-        [],
-      );
-      log.info(
-        { mailbox: mailbox.name, uid, messageId: envelopeId },
-        'mail: Message-ID already taken; not taken again',
-      );
-    } else if ((head.size ?? 0) > mailbox.max_message_bytes) {
-      const reason = `message larger than max_message_bytes (${head.size} bytes); not downloaded`;
-      left = reason;
-      id = record('skipped', reason, [{ name: '(message)', reason, refused: true }]);
-    } else {
-      const full = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
-      if (!full || !full.source) return; // expunged meanwhile
-      const parsed = await messageYield(full.source, mailbox.attachments);
-      const choice = ruleFor(mailbox, { fromAddress: parsed.fromAddress, subject: parsed.summary.subject });
-      const summary = {
-        ...base,
-        sender: parsed.summary.from || base.sender,
-        subject: parsed.summary.subject || base.subject,
-        sent_at: parsed.summary.date ?? base.sent_at,
-      };
-      Object.assign(base, summary);
-      if ('skip' in choice) {
-        left = choice.skip;
-        id = record('skipped', choice.skip, [
-          ...parsed.skipped,
-          ...parsed.taken.map((t) => ({ name: t.name, reason: choice.skip })),
-        ]);
-      } else if (parsed.taken.length === 0) {
-        left = parsed.skipped.length ? 'no attachment to take' : 'no attachments';
-        id = record('skipped', left, parsed.skipped);
-      } else {
-        left = refusals(parsed.skipped);
-        const watch = spoolFolder(mailbox, choice.target);
-        const files: Array<NewFile & { name: string }> = [];
-        for (const part of parsed.taken) {
-          const rel = join(`${uidvalidity}-${uid}`, part.name);
-          const path = inside(watch, rel);
-          await writeAtomic(path, part.content);
-          const info = await stat(path);
-          files.push({
-            watch,
-            path,
-            rel,
-            size: info.size,
-            mtimeMs: Math.floor(info.mtimeMs),
-            ino: info.ino,
-            name: part.name,
-          });
-        }
-        id = record('taken', null, parsed.skipped, files);
-        this.deps.wake();
-        log.info(
-          {
-            mailbox: mailbox.name,
-            uid,
-            subject: summary.subject,
-            attachments: files.length,
-            skipped: parsed.skipped.length,
-          },
-          'mail taken',
-        );
-      }
-    }
-    if (left !== null) {
-      // Recorded as done: nothing runs for it again, and the next poll asks only for higher UIDs.
-      log.info(
-        { mailbox: mailbox.name, uid, subject: base.subject, reason: left },
-        'mail not taken whole: left as it was (not flagged or moved)',
-      );
-      return;
-    }
-    await this.after(client, uid);
-    db.mailDone(id, this.now());
-  }
-}
-
-/** Why a mail some of whose attachments were taken is still left: the parts it asked for that were refused. */
-function refusals(skipped: SkippedPart[]): string | null {
-  const refused = skipped.filter((s) => s.refused);
-  return refused.length ? refused.map((s) => `${s.name} was not taken (${s.reason})`).join('; ') : null;
-}
-
-/** `docex-sync check`: logs in, opens the folder and says what is there. Throws a MailboxError or the server's refusal. */
-export async function checkMailbox(mailbox: MailboxConfig, env: NodeJS.ProcessEnv) {
-  const client = new ImapFlow(await imapOptions(mailbox, env));
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    const idle = client.capabilities.has('IDLE');
-    const lock = await client.getMailboxLock(mailbox.folder).catch((error: unknown) => {
-      throw new MailboxError(
-        `mailboxes[${mailbox.name}].folder: cannot open "${mailbox.folder}": ${describeImapError(error)}`,
-      );
-    });
-    try {
-      const opened = client.mailbox || undefined;
-      const pending = ((await client.search(pendingQuery(mailbox), { uid: true })) || []).length;
-      return {
-        folder: mailbox.folder,
-        messages: opened?.exists ?? 0,
-        pending,
-        idle,
-        uidvalidity: Number(opened?.uidValidity ?? 0),
-      };
-    } finally {
-      lock.release();
-    }
-  } finally {
-    if (client.usable) await client.logout().catch(() => client.close());
-    else client.close();
-  }
 }
 
 /**
