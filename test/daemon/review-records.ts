@@ -21,6 +21,8 @@ export interface Decision {
   action: 'approve' | 'reject' | 'correct' | 'retry';
   /** For a correction: the value the Total was corrected to. */
   total?: string;
+  /** The daemon died before it answered: done or not, either is right. */
+  unanswered?: boolean;
 }
 
 /** The rows and the audit trail, read as another process would (read-only). */
@@ -41,10 +43,11 @@ const count = <T>(items: T[], pred: (t: T) => boolean) => items.filter(pred).len
 
 export async function recordProblems(
   dir: string,
-  decisions: Decision[],
+  asked: Decision[],
   /** Every path each row was seen with (a retried file moves back into the watch, then on). */
   pathsOf: Map<number, Set<string>>,
 ): Promise<string[]> {
+  const decisions = asked.filter((d) => !d.unanswered);
   const problems: string[] = [];
   const say = (s: string) => void problems.push(s);
   const { rows, audit } = readDb(join(dir, 'state', 'sync.db'));
@@ -198,11 +201,10 @@ export async function recordProblems(
       say(`audit row ${a.id} (${a.action} #${a.file_id}) names ${a.file}, never that file's path`);
   const per = (action: string) => count(audit, (x) => x.action === action);
   for (const action of ['approve', 'reject', 'retry'] as const) {
-    const asked = count(
-      decisions,
-      (d) => d.action === action || (action === 'approve' && d.action === 'correct'),
-    );
-    if (per(action) !== asked) say(`${per(action)} audit rows for ${action}, ${asked} done`);
+    const of = (d: Decision) => d.action === action || (action === 'approve' && d.action === 'correct');
+    const [done, maybe] = [count(decisions, of), count(asked, of)];
+    if (per(action) < done || per(action) > maybe)
+      say(`${per(action)} audit rows for ${action}, ${done} done (${maybe - done} more asked, unanswered)`);
   }
   return problems;
 }

@@ -175,14 +175,16 @@ async function run(seed: number) {
   const decide = async (
     action: Decision['action'],
     state: FileRow['state'],
-    send: (id: number) => Promise<Decision | undefined>,
+    /** The decision done; null: answered, not done; undefined: no answer (the daemon died). */
+    send: (id: number) => Promise<Decision | null | undefined>,
   ) => {
     const candidates = rows().filter((r) => r.state === state && (state !== 'failed' || r.finalized === 1));
     if (!candidates.length) return void steps.push(`${action}: nothing to ${action}`);
     const row = rng.pick(candidates);
     const done = await send(row.id);
-    steps.push(`${action} #${row.id} ${row.path}${done ? '' : ' (no answer: the daemon died)'}`);
-    if (done) decisions.push(done);
+    const how = done ? '' : done === null ? ' (answered: not done)' : ' (no answer: the daemon died)';
+    steps.push(`${action} #${row.id} ${row.path}${how}`);
+    if (done !== null) decisions.push(done ?? { id: row.id, action, unanswered: true });
   };
 
   await daemon.start();
@@ -216,18 +218,18 @@ async function run(seed: number) {
     } else if (action === 'approve')
       await decide('approve', 'review', async (id) => {
         const a = await post(port, '/api/approve', { ids: [id] });
-        return (a?.approved as number[] | undefined)?.includes(id) ? { id, action } : undefined;
+        return a && ((a.approved as number[]).includes(id) ? { id, action } : null);
       });
     else if (action === 'reject')
       await decide('reject', 'review', async (id) => {
         const a = await post(port, '/api/reject', { ids: [id], reason: `wrong supplier (${seed}/${step})` });
-        return (a?.rejected as number[] | undefined)?.includes(id) ? { id, action } : undefined;
+        return a && ((a.rejected as number[]).includes(id) ? { id, action } : null);
       });
     else if (action === 'correct') {
       const total = `${10 + step},${String(seed % 100).padStart(2, '0')}`;
       await decide('correct', 'review', async (id) => {
         const a = await post(port, '/api/correct', { id, values: { Total: total } });
-        return a?.approved === true ? { id, action, total } : undefined;
+        return a && (a.approved === true ? { id, action, total } : null);
       });
     } else if (action === 'retry')
       await decide('retry', 'failed', async (id) => {
@@ -235,7 +237,7 @@ async function run(seed: number) {
         if (rng.next() < 0.5 && row.size === 0)
           await writeFile(row.path, newText() || 'Invoice number: F-1\n');
         const a = await post(port, '/api/retry', { ids: [id] });
-        return (a?.retried as number[] | undefined)?.includes(id) ? { id, action } : undefined;
+        return a && ((a.retried as number[]).includes(id) ? { id, action } : null);
       });
     else if (action === 'restart') {
       steps.push('restart');
