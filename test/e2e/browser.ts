@@ -36,6 +36,8 @@ export interface Page {
   url(): string;
   locator(selector: string): Locator;
   evaluate<T>(fn: string): Promise<T>;
+  /** The page's frames, the browser's own among them (the PDF viewer's extension frame). */
+  frames(): Array<{ url(): string; evaluate<T>(expression: string): Promise<T> }>;
   waitForTimeout(ms: number): Promise<void>;
   /** The limit of every later wait, click, fill and navigation that gives none of its own. */
   setDefaultTimeout(ms: number): void;

@@ -61,6 +61,42 @@ function invoicePdf(lines: string[]): Buffer {
 /** Held by the watch's min_confidence: no Total in the text (the service's Total has confidence 0.1). */
 const LOW = (n: string) => `Invoice number: ${n}\nWidget | 4,00\n`;
 
+/**
+ * What Chromium's PDF viewer (its extension frame inside the page's iframe) has drawn: the number of
+ * pages once it has painted the first page's thumbnail (the plugin renders it from the document: not
+ * blank), else 0. Headless Chromium runs the same viewer; a screenshot taken before it painted shows
+ * its empty grey, so the steps that show the PDF wait for this first.
+ */
+const PDF_PAINTED = `(() => {
+  const viewer = document.querySelector('pdf-viewer')?.shadowRoot;
+  const pages = viewer?.querySelector('viewer-toolbar')?.docLength ?? 0;
+  const bar = viewer?.querySelector('viewer-pdf-sidenav')?.shadowRoot
+    ?.querySelector('viewer-thumbnail-bar')?.shadowRoot;
+  const canvas = bar?.querySelector('viewer-thumbnail')?.shadowRoot?.querySelector('canvas');
+  if (!pages || !canvas || !canvas.width) return 0;
+  const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+  for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && data[i] < 230) return pages; // ink on white
+  return 0;
+})()`;
+
+async function pdfShown(page: Page): Promise<number> {
+  return until(
+    "the PDF drawn by the browser's viewer",
+    async () => {
+      const viewer = page.frames().find((f) => f.url().startsWith('chrome-extension://'));
+      return (await viewer?.evaluate<number>(PDF_PAINTED).catch(() => 0)) || undefined;
+    },
+    30_000,
+  ).catch((error: Error) => {
+    throw new Error(
+      `${error.message}; frames: ${page
+        .frames()
+        .map((f) => f.url())
+        .join(', ')}`,
+    );
+  });
+}
+
 async function shot(page: Page, name: string) {
   const path = join(SHOTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
@@ -142,6 +178,7 @@ describe('the review station in Chromium', () => {
     expect(await page.locator('tr.fired').count()).toBeGreaterThanOrEqual(1);
     expect(await page.locator('[data-testid="line"]').count()).toBe(2);
     const serviceTotal = (await total.locator('[data-testid="field-value"]').textContent())!;
+    expect(await pdfShown(page), "the PDF's pages, as the viewer drew them").toBe(1);
     await shot(page, '02-review-pdf-and-values');
 
     // 4. Correct the total (e), then save: approved with the corrected value.

@@ -12,6 +12,8 @@ import type { Notifier } from '../outputs/notify.ts';
 import { allWatches } from '../intake/sources.ts';
 import { jsonResultPath, readResultJson, ResultWriter } from '../outputs/results.ts';
 import type { FileRow, StateDb } from '../store/state.ts';
+import { AuditTrail } from '../store/audit.ts';
+import { reapplyCorrections, type Correction, type Reapplied } from '../outputs/review-decisions.ts';
 
 export interface RefreshOutcome {
   /** Local files whose documents were rerun. */
@@ -203,7 +205,8 @@ export async function refreshAfterRerun(
         const data = await client.fetchDocumentData({ document_id: documentId });
         for (const row of rows) {
           const watch = watches.get(row.watch)!;
-          if (await rewriteIfChanged(results, watch, row, data, rerunName)) outcome.rewritten++;
+          if (await rewriteIfChanged(results, watch, row, data, rerunName, { db, log, now }))
+            outcome.rewritten++;
           else outcome.unchanged++;
         }
         pending.delete(documentId);
@@ -222,19 +225,30 @@ export async function refreshAfterRerun(
   return outcome;
 }
 
+/**
+ * Rewrites a file's results from its document's new data when its extraction changed. A person's
+ * corrections (listed in the result JSON) are put back over the new data, so "changed" means the
+ * service now reads something else, not that a person once corrected a value; each correction kept
+ * over a new reading, or dropped because the field is gone, is a warning in the log and a row of the
+ * audit trail (docs/decisions.md, "Corrections and reruns").
+ */
 async function rewriteIfChanged(
   results: ResultWriter,
   watch: WatchConfig,
   row: FileRow,
   data: DocumentData,
   rerunName: string,
+  deps: { db: StateDb; log: Logger; now: () => number },
 ): Promise<boolean> {
   const sourceName = basename(row.rel);
   const before = watch.formats.includes('json')
     ? await readResultJson(jsonResultPath(watch.output, sourceName, data.document_id, row.result_base))
     : undefined;
-  if (before && extractionOf(before.document) === extractionOf(data)) return false;
-  await results.write(watch, data, {
+  const corrected = (before?.corrections ?? []) as Correction[];
+  const reapplied = corrected.length ? reapplyCorrections(data, corrected) : undefined;
+  const document = reapplied?.document ?? data;
+  if (before && extractionOf(before.document) === extractionOf(document)) return false;
+  await results.write(watch, document, {
     source: before?.source_file ?? row.path,
     archivedTo: before?.archived_to ?? null,
     sha256: row.sha256,
@@ -244,6 +258,62 @@ async function rewriteIfChanged(
     refreshedBy: rerunName,
     message: before?.message,
     base: row.result_base ?? undefined,
+    ...(reapplied?.corrections.length ? { corrections: reapplied.corrections } : {}),
   });
+  if (reapplied) noteCorrections(deps, row, rerunName, reapplied);
   return true;
+}
+
+/** Each correction a rerun kept over the service's new reading, or dropped: a log warning and an audit row. */
+function noteCorrections(
+  { db, log, now }: { db: StateDb; log: Logger; now: () => number },
+  row: FileRow,
+  rerunName: string,
+  { kept, dropped }: Reapplied,
+) {
+  const trail = new AuditTrail(db.db);
+  const actor = { who: `rerun ${rerunName}`, via: 'cli' as const };
+  const show = (v: unknown) => JSON.stringify(v ?? null);
+  for (const { correction: c, reading } of kept) {
+    const note = `correction kept: the service now reads ${show(reading)} (it read ${show(c.service_value)} when ${c.by} corrected it)`;
+    // A warning when the service now reads something else than what the person corrected.
+    log[JSON.stringify(reading) === JSON.stringify(c.service_value) ? 'info' : 'warn'](
+      { file: row.path, field: c.field, value: c.to, reading, rerun: rerunName },
+      'correction kept after the rerun',
+    );
+    trail.record(
+      actor,
+      {
+        action: 'rerun',
+        fileId: row.id,
+        file: row.path,
+        field: c.field,
+        oldValue: show(c.to),
+        newValue: show(c.to),
+        note,
+      },
+      now(),
+    );
+  }
+  for (const c of dropped) {
+    const note = `correction dropped: the rerun's extraction has no field "${c.field}" (${c.by} had corrected ${show(c.from)} to ${show(c.to)})`;
+    log.warn(
+      { file: row.path, field: c.field, value: c.to, rerun: rerunName },
+      'correction dropped after the rerun',
+    );
+    trail.record(
+      actor,
+      {
+        action: 'rerun',
+        fileId: row.id,
+        file: row.path,
+        field: c.field,
+        oldValue: show(c.to),
+        newValue: null,
+        note,
+      },
+      now(),
+    );
+  }
+  db.flush();
 }

@@ -140,6 +140,44 @@ export function correctDocument(
   };
 }
 
+/** What became of a correction when the document was extracted again (a rerun). */
+export interface Reapplied {
+  /** Put back over the new extraction; `reading` is what the service reads now. */
+  kept: Array<{ correction: Correction; reading: unknown }>;
+  /** The new extraction has no such field (renamed or removed from the template). */
+  dropped: Correction[];
+}
+
+/**
+ * A person's corrections (the result JSON's list, oldest first) put back over a new extraction of
+ * the document: each field's last correction wins over the service's new reading, which is kept
+ * beside it; a field the new extraction lacks is dropped, unless the service never had it (the
+ * person added a required field the service missed: added again).
+ */
+export function reapplyCorrections(
+  data: DocumentData,
+  corrections: Correction[],
+): { document: DocumentData; corrections: Correction[] } & Reapplied {
+  const last = new Map(corrections.map((c) => [c.field, c]));
+  const general = asEntry(data.General_fields);
+  const list = Array.isArray(data.General_fields_list) ? data.General_fields_list : [];
+  let document = data;
+  const outcome: Reapplied = { kept: [], dropped: [] };
+  for (const c of last.values()) {
+    const entry = c.field in general ? general[c.field] : list.find((i) => nameOf(i) === c.field);
+    const present = entry !== undefined;
+    if (!present && c.service_value !== null && c.service_value !== undefined) {
+      outcome.dropped.push(c);
+      continue;
+    }
+    const reading = present ? readFieldValue(entry).value : null;
+    ({ document } = correctDocument(document, { [c.field]: c.to === null ? '' : String(c.to) }, c.by, c.at));
+    outcome.kept.push({ correction: c, reading });
+  }
+  const dropped = new Set(outcome.dropped.map((c) => c.field));
+  return { document, corrections: corrections.filter((c) => !dropped.has(c.field)), ...outcome };
+}
+
 /** Writes the corrected document into the held file's review.json (its corrections added to earlier ones). */
 export async function writeCorrections(
   watch: WatchConfig,

@@ -32,7 +32,8 @@ export const AUDIT_MIGRATION = `CREATE TABLE audit (
   CREATE INDEX audit_at ON audit(at);
   CREATE INDEX audit_unannounced ON audit(id) WHERE announced = 0;`;
 
-export type AuditAction = 'approve' | 'reject' | 'correct' | 'retry';
+/** `rerun`: a rerun kept a person's correction over the service's new reading, or dropped it. */
+export type AuditAction = 'approve' | 'reject' | 'correct' | 'retry' | 'rerun';
 
 /** Who decided, and through what: the page (its user's name) or the command line (the OS user). */
 export interface Actor {
@@ -129,7 +130,7 @@ const COLUMNS = 'id, at, who, via, action, file_id, file, field, old_value, new_
 /** One line of `review log` and of the daemon's log message: who did what to which file. */
 export function describeAudit(row: AuditRow): string {
   const change =
-    row.action === 'correct'
+    row.action === 'correct' || row.action === 'rerun'
       ? `${row.field ?? '?'}: ${row.old_value ?? 'none'} -> ${row.new_value ?? 'none'}`
       : row.old_value !== null || row.new_value !== null
         ? `${row.old_value ?? '?'} -> ${row.new_value ?? '?'}`
@@ -138,7 +139,7 @@ export function describeAudit(row: AuditRow): string {
     `${row.action} by ${row.who} (${row.via})`,
     row.file,
     change,
-    row.note === null ? '' : `reason: ${row.note}`,
+    row.note === null ? '' : row.action === 'rerun' ? row.note : `reason: ${row.note}`,
   ]
     .filter(Boolean)
     .join(': ');

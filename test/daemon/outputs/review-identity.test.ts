@@ -6,19 +6,18 @@
  * wait with their own review files, are approved on the status page one at a time without touching
  * the other, and end with their own result JSON, daily CSV row and prune entries.
  */
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeClient } from '@docex/shared/node';
 import Database from 'better-sqlite3';
 import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { NEVER, type FileRow } from '../../../daemon/src/domain/lifecycle.ts';
 import { prune } from '../../../daemon/src/jobs/retention.ts';
-import { parseCsv, type ResultJson } from '../../../daemon/src/outputs/results.ts';
+import type { ResultJson } from '../../../daemon/src/outputs/results.ts';
 import type { ReviewJson } from '../../../daemon/src/outputs/review.ts';
-import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
-import { tree } from '../review-helpers.ts';
+import { invoice, makeWorld, until, type World } from '../helpers.ts';
+import { backOffice, csvRecords, drop, heldInvoice, jsonFiles, tree } from '../review-helpers.ts';
 import { call } from '../../support/http-call.ts';
 
 const DAY = 86_400_000;
@@ -27,57 +26,6 @@ afterEach(async () => {
   await world?.cleanup();
   world = undefined;
 });
-
-/**
- * The example's watch, shrunk to what the scenario needs: loose scans at the top go with the
- * watch's template, `ACME GmbH/**` by its route; names from the data; its review rules; retention;
- * the status page on a free port. The template gets a Supplier field (the emulator reads
- * `Supplier: ...` lines).
- */
-async function backOffice(): Promise<World> {
-  const w = await makeWorld();
-  const client = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
-  await client.createField({
-    template_id: w.templateId,
-    type: 'General fields',
-    name: 'Supplier',
-    format: 'text',
-  });
-  const yaml = (await readFile(w.configFile, 'utf8')).replace(
-    '    rescan_interval_ms: 1000\n',
-    [
-      '    rescan_interval_ms: 1000',
-      '    recursive: true',
-      '    routes:',
-      `      - { match: 'ACME GmbH', template_id: ${w.templateId}, metadata: '{"supplier":"ACME"}' }`,
-      '    formats: [json, csv]',
-      '    daily_csv: true',
-      "    archive_name: '{yyyy}/{MM}/{field:Supplier|no supplier}/{field:Invoice number}{ext}'",
-      "    result_name: '{field:Supplier}/{field:Invoice number}'",
-      '    name_missing: unknown',
-      '    review_dir: ./to-review',
-      '    review:',
-      '      min_confidence: 0.8',
-      '      required_fields: [Supplier, Invoice number, Total]',
-      '      fraud: { max_score: 0.7 }',
-      '    retention: { processed_days: 400, failed_days: 60, results_days: 90 }',
-      '',
-    ].join('\n'),
-  );
-  await writeFile(w.configFile, `${yaml}http: { port: 0 }\n`);
-  return w;
-}
-
-/** An invoice of ACME GmbH without a Total (confidence 0.1 < 0.8): held for review. */
-const heldInvoice = (lines = 'Widget | 4,00\nGadget | 6,00\n') =>
-  `Supplier: ACME GmbH\nInvoice number: R-1001\n${lines}`;
-
-async function drop(w: World, rel: string, text: string) {
-  const path = join(w.dir, 'inbox', rel);
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
 
 /** Approve on the status page, as its button does (POST /api/approve with the page's headers). */
 async function approveOnPage(daemon: RunningDaemon, id: number) {
@@ -93,20 +41,6 @@ async function approveOnPage(daemon: RunningDaemon, id: number) {
   });
   expect(answer.status).toBe(200);
   expect(answer.json()).toEqual({ approved: [id], skipped: [] });
-}
-
-/** Every file below `dir` ending in `suffix`, read as JSON, by its path. */
-async function jsonFiles<T>(dir: string, suffix: string): Promise<Map<string, T>> {
-  const found = new Map<string, T>();
-  for (const rel of (await tree(dir)).filter((f) => f.endsWith(suffix)))
-    found.set(join(dir, rel), JSON.parse(await readFile(join(dir, rel), 'utf8')) as T);
-  return found;
-}
-
-/** A CSV's rows as objects by header (standard dialect). */
-async function csvRecords(path: string): Promise<Array<Record<string, string>>> {
-  const [header = [], ...rows] = parseCsv(await readFile(path, 'utf8'), ',');
-  return rows.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ''])));
 }
 
 /** The contents of files, by path (to see later that nothing of them changed). */
