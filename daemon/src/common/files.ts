@@ -197,15 +197,19 @@ export const noFailureThere = async (path: string) =>
 /** A failure report's place, the file itself gone: no other report there (a file of ours without one may be). */
 export const noReportThere = (path: string) => nothingThere(`${path}.error.json`);
 
-/** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... (FreeNameOptions). */
-export async function freeTarget(dir: string, rel: string, options: FreeNameOptions = {}): Promise<string> {
-  const { linkOf, reserve, free = nothingThere } = options;
+/** The names a free-name search tries for `rel` in `dir`, in order: "a.pdf", "a (2).pdf", ... (each part made safe). */
+export function* candidateNames(dir: string, rel: string): Generator<string, never> {
   const parts = rel.split(/[\\/]/).map((p) => safeFileName(p));
   const wanted = inside(dir, parts.join(sep));
   const ext = extname(wanted);
   const stem = wanted.slice(0, wanted.length - ext.length);
-  for (let n = 1; ; n++) {
-    const candidate = `${nthName(stem, n)}${ext}`;
+  for (let n = 1; ; n++) yield `${nthName(stem, n)}${ext}`;
+}
+
+/** A free name in `dir` for `rel` (sub-folders kept, each part made safe): "a.pdf", "a (2).pdf", ... (FreeNameOptions). */
+export async function freeTarget(dir: string, rel: string, options: FreeNameOptions = {}): Promise<string> {
+  const { linkOf, reserve, free = nothingThere } = options;
+  for (const candidate of candidateNames(dir, rel)) {
     // Held before the await: two searches at the same moment never give out one name.
     const heldBefore = reserve?.in.holderOf(candidate);
     if (reserve && !reserve.in.take(candidate, reserve.holder)) continue;
@@ -213,6 +217,7 @@ export async function freeTarget(dir: string, rel: string, options: FreeNameOpti
     if (linkOf !== undefined && (await heldByFileOf(linkOf, candidate))) return candidate;
     if (reserve && heldBefore === undefined) reserve.in.release(candidate, reserve.holder);
   }
+  throw new Error('unreachable: candidateNames never ends');
 }
 
 /**

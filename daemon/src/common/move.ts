@@ -16,7 +16,15 @@
 import { constants } from 'node:fs';
 import { copyFile, link, lstat, rename, rm, utimes } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { ensureFolder, forgetFolder, freeTarget, heldByFileOf, nothingThere, tempSuffix } from './files.ts';
+import {
+  candidateNames,
+  ensureFolder,
+  forgetFolder,
+  freeTarget,
+  heldByFileOf,
+  nothingThere,
+  tempSuffix,
+} from './files.ts';
 
 /** Link errors of file systems without hard links. */
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP']);
@@ -109,4 +117,27 @@ export async function moveInto(
     await removeSource(source);
     return target;
   }
+}
+
+/** What a file was before a move: enough to know it again at its new name. */
+export interface MovedFile {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+/**
+ * Where a moveInto of `rel` into `dir` put a file when a crash came before anyone recorded where:
+ * the first of its names (candidateNames, the order moveInto tries them) that holds it, by inode
+ * and size, or across file systems by size and mtime. Names are taken in order, so the search ends
+ * at the first name nothing holds. undefined: not there (deleted meanwhile, or never moved).
+ */
+export async function movedInto(dir: string, rel: string, was: MovedFile): Promise<string | undefined> {
+  for (const candidate of candidateNames(dir, rel)) {
+    const info = await lstat(candidate).catch(() => undefined);
+    if (!info) return undefined;
+    if (info.isFile() && info.size === was.size && (info.ino === was.ino || Math.abs(info.mtimeMs - was.mtimeMs) < 1))
+      return candidate;
+  }
+  return undefined;
 }

@@ -20,7 +20,7 @@ import {
 } from '@docex/shared';
 import type { ApiSettings, ConfigSlice, WatchConfig } from '../config/config.ts';
 import { freeTarget, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
-import { moveInto } from '../common/move.ts';
+import { movedInto, moveInto } from '../common/move.ts';
 import {
   decide,
   describe,
@@ -836,9 +836,16 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           () => true,
           () => false,
         );
-        if (there) {
-          const target = await moveInto(source, watch.processed_dir!, row.archive_rel ?? row.rel);
-          crashPoint('original-moved');
+        // Gone from its place: a move a crash cut short before its commit put it in processed_dir.
+        const target = there
+          ? await moveInto(source, watch.processed_dir!, row.archive_rel ?? row.rel)
+          : await movedInto(watch.processed_dir!, row.archive_rel ?? row.rel, {
+              ino: row.ino,
+              size: row.size,
+              mtimeMs: row.mtime_ms,
+            });
+        if (there) crashPoint('original-moved');
+        if (target) {
           movedTo = target;
           if (row.document_id !== null && target !== planned)
             await this.results.recordArchive(

@@ -10,7 +10,7 @@ import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { moveInto, moveTo } from '../../../daemon/src/common/move.ts';
+import { movedInto, moveInto, moveTo } from '../../../daemon/src/common/move.ts';
 
 const MOVE_TS = resolve(import.meta.dirname, '../../../daemon/src/common/move.ts');
 const SHM = '/dev/shm';
@@ -106,6 +106,22 @@ describe.each([
     expect(await readFile(join(to, 'a.pdf'), 'utf8')).toBe('another file');
     expect(await readFile(join(from, 'two.pdf'), 'utf8')).toBe('two');
     expect(await tree(to)).toEqual(['a (2).pdf', 'a.pdf']);
+  });
+
+  it.skipIf(skip)('movedInto finds where a move put the file (by inode, or across file systems by size and mtime)', async () => {
+    const from = await folder(sourceRoot());
+    const to = await folder(tmpdir());
+    await writeFile(join(to, 'a.pdf'), 'another file, same size!');
+    await utimes(join(to, 'a.pdf'), new Date(1_000_000), new Date(1_000_000));
+    const source = join(from, 'scan.pdf');
+    await writeFile(source, 'the moved file, its size');
+    const info = await stat(source);
+    const was = { ino: info.ino, size: info.size, mtimeMs: Math.floor(info.mtimeMs) };
+    const moved = await moveInto(source, to, 'a.pdf');
+    expect(moved).toBe(join(to, 'a (2).pdf'));
+    expect(await movedInto(to, 'a.pdf', was)).toBe(moved);
+    expect(await movedInto(to, 'a.pdf', { ...was, ino: -1, mtimeMs: 1 })).toBeUndefined();
+    expect(await movedInto(to, 'b.pdf', was)).toBeUndefined();
   });
 
   for (const kind of ['moveInto', 'moveTo'] as const)

@@ -23,9 +23,9 @@ import { readDb, recordProblems, type Decision } from '../review-records.ts';
 
 const SEEDS = (process.env.REVIEW_RANDOM_SEEDS ?? '1,2').split(',').filter(Boolean).map(Number);
 const STEPS = Number(process.env.REVIEW_RANDOM_STEPS ?? 12);
-/** Where a restarted daemon may be made to die (common/crash-point.ts); original-moved: see the last test. */
+/** Where a restarted daemon may be made to die (common/crash-point.ts); original-moved has a test of its own too (the last). */
 const CRASH_POINTS = (
-  process.env.REVIEW_RANDOM_CRASH_POINTS ?? 'state-commit,answer-stored,daily-appended'
+  process.env.REVIEW_RANDOM_CRASH_POINTS ?? 'state-commit,answer-stored,daily-appended,original-moved'
 ).split(',');
 
 await calibrate();
@@ -273,13 +273,12 @@ describe('one set of records per file, under a random sequence of drops, decisio
 /**
  * Found by the random sequence (seed 2, with the crash point original-moved in its list): killed
  * after an approved file's original was moved into processed_dir, before that was committed, the
- * restarted daemon records the file archived but not where its original went (archive_path null),
- * though its result JSON and daily row say where. The fix belongs in the pipeline's archive step
- * (daemon/src/pipeline/pipeline.ts, worked on by another branch this round): `it.fails` until then,
- * and CRASH_POINTS above leaves original-moved out unless REVIEW_RANDOM_CRASH_POINTS names it.
+ * restarted daemon recorded the file archived but not where its original went (archive_path null),
+ * though its result JSON and daily row said where. The archive step now finds a move a crash cut
+ * short (common/move.ts, movedInto).
  */
 describe('found by the random sequence', () => {
-  it.fails(
+  it(
     'killed after the move of an approved original, before its commit: the row says where the original went',
     { timeout: 300_000 },
     async () => {
