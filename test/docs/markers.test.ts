@@ -10,7 +10,13 @@ import { guideFiles, REPO, shellBlocks, shellBlocksOf, strayMarkers, where } fro
 describe('the markers of the guides’ shell blocks', () => {
   it('finds the guides and their shell blocks', () => {
     const files = guideFiles();
-    for (const file of ['README.md', 'docs/daemon.md', 'docs/cli.md', 'docs/reference/status.md', 'daemon/README.md'])
+    for (const file of [
+      'README.md',
+      'docs/daemon.md',
+      'docs/cli.md',
+      'docs/reference/status.md',
+      'daemon/README.md',
+    ])
       expect(files).toContain(file);
     expect(files.flatMap(shellBlocks).length).toBeGreaterThan(25);
   });

@@ -19,13 +19,7 @@ export function guideFiles(): string[] {
       .filter((name) => name.endsWith('.md'))
       .sort()
       .map((name) => (dir === '.' ? name : `${dir}/${name}`));
-  return [
-    'README.md',
-    ...inDir('docs'),
-    ...inDir('docs/reference'),
-    'cli/README.md',
-    'daemon/README.md',
-  ];
+  return ['README.md', ...inDir('docs'), ...inDir('docs/reference'), 'cli/README.md', 'daemon/README.md'];
 }
 
 export type Marker = { kind: 'runs' } | { kind: 'example'; reason: string };
