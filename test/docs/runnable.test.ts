@@ -369,6 +369,7 @@ const runnable = guideFiles()
   .filter((block) => block.marker !== null && block.marker !== 'malformed' && block.marker.kind === 'runs');
 const checked = new Set<(typeof CHECKS)[number]>();
 const expectedUsed = new Set<(typeof EXPECTED_EXITS)[number]>();
+const ran = new Set<ShellBlock>();
 
 describe('the guides’ shell blocks that run', () => {
   beforeAll(async () => {
@@ -381,6 +382,7 @@ describe('the guides’ shell blocks that run', () => {
     it.concurrent(
       `${where(block)} runs as written`,
       async () => {
+        ran.add(block);
         const w = await startWorld(GIVEN[block.file] ?? { emulator: 'account' });
         try {
           const { run, unexpected, report } = await runBlock(block, w);
@@ -432,7 +434,9 @@ describe('the guides’ shell blocks that run', () => {
     300_000,
   );
 
-  it('uses every row of its tables (none is stale)', () => {
+  it('uses every row of its tables (none is stale)', (ctx) => {
+    // Only a run of every block uses every row (vitest -t runs some).
+    if (ran.size < runnable.length) ctx.skip();
     const unused = [
       ...PLACEHOLDERS.filter((row) => !used.has(row.text)).map((row) => `placeholder ${row.text}`),
       ...REPLACED_LINES.filter((row) => !used.has(row.line.source)).map((row) => `line ${row.line.source}`),
