@@ -10,7 +10,7 @@
  * block passes when bash exits 0 and its CHECKS hold (what the page says the commands print or do).
  */
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -66,6 +66,23 @@ const REPLACED_LINES: Array<{ line: RegExp; by: string; why: string }> = [
     line: /^npm install -g docex\b.*$/m,
     by: '# docex: this checkout’s, on PATH',
     why: 'installs from the registry; the test runs the sources',
+  },
+  {
+    line: /^curl -o docex-sync\.yaml https:\/\/raw\.githubusercontent\.com\/docex\/docex\/main\/examples\/docex-sync\.yaml$/m,
+    by: 'cp "$DOCS_REPO/examples/docex-sync.yaml" docex-sync.yaml',
+    why: "GitHub's copy is this checkout's file; no internet here",
+  },
+  {
+    line: /^# edit: api\.base_url .*$/m,
+    by: 'edit-config docex-sync.yaml',
+    why: 'the edit the comment asks for, done by bin/edit-config (writeEditConfig)',
+  },
+  {
+    line: /^docex-sync run --config docex-sync\.yaml$/m,
+    by:
+      'docex-sync run --config docex-sync.yaml & cp invoice.pdf "$DOCS_DIR/srv/inbox/"; ' +
+      'wait-for-file "$DOCS_DIR/srv/results/*.json"; kill -TERM $!; wait $!',
+    why: 'run does not return: in the background until a dropped file has its result, then SIGTERM (exit 0)',
   },
 ];
 
@@ -202,6 +219,34 @@ async function failSomeFiles(configFile: string, client: ReturnType<typeof creat
   }
 }
 
+/**
+ * bin/edit-config FILE: what daemon/README.md's quick start asks a person to edit in the example
+ * config: api.base_url, one watched folder (template 3) with its output folders, and the optional
+ * sections this machine has no use for (mailboxes, reruns, pull, notify, http) deleted.
+ */
+async function writeEditConfig(dir: string, url: string) {
+  const script = `
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+const YAML = createRequire(${JSON.stringify(join(REPO, 'package.json'))})('yaml');
+const file = process.argv[2];
+const doc = YAML.parseDocument(readFileSync(file, 'utf8'));
+const dir = ${JSON.stringify(dir)};
+doc.set('state_db', dir + '/var/lib/docex-sync/state.db');
+doc.setIn(['api', 'base_url'], ${JSON.stringify(url)});
+doc.set('watch', [{ path: dir + '/srv/inbox', template_id: 3, stable_ms: 200, output: dir + '/srv/results',
+  processed_dir: dir + '/srv/processed', failed_dir: dir + '/srv/failed' }]);
+for (const key of ['mailboxes', 'reruns', 'pull', 'notify', 'http']) doc.delete(key);
+writeFileSync(file, doc.toString());
+`;
+  await writeFile(join(dir, 'bin', 'edit-config.mjs'), script);
+  await writeFile(
+    join(dir, 'bin', 'edit-config'),
+    `#!/bin/sh\nexec "${process.execPath}" "${join(dir, 'bin', 'edit-config.mjs')}" "$@"\n`,
+  );
+  await chmod(join(dir, 'bin', 'edit-config'), 0o755);
+}
+
 /** docex's profiles: test is Acme, prod is Globex, each with its key file; no default profile. */
 async function writeProfiles(home: string, url: string) {
   await mkdir(join(home, '.config/docex'), { recursive: true });
@@ -223,7 +268,7 @@ async function startWorld(given: Given): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), 'docex-docs-'));
   const work = join(dir, 'work');
   const home = join(dir, 'home');
-  for (const sub of ['bin', 'tmp', 'home', 'work', 'etc/docex-sync', 'srv/scans', 'var/lib/docex-sync'])
+  for (const sub of ['bin', 'tmp', 'home', 'work', 'etc/docex-sync', 'srv/inbox', 'var/lib/docex-sync'])
     await mkdir(join(dir, sub), { recursive: true });
   // The repo's own commands, as scripts/from-checkout.sh runs them (with this Node).
   const wrapper = async (name: string, entry: string) => {
@@ -235,6 +280,13 @@ async function startWorld(given: Given): Promise<World> {
   };
   await wrapper('docex', 'cli/src/docex.ts');
   await wrapper('docex-sync', 'daemon/src/commands/docex-sync.ts');
+  await writeEditConfig(dir, emulator.url);
+  // A file matching the glob appears within 120 s (exit 0), or it did not (exit 1).
+  await writeFile(
+    join(dir, 'bin', 'wait-for-file'),
+    '#!/bin/bash\nfor _ in $(seq 1200); do compgen -G "$1" >/dev/null && exit 0; sleep 0.1; done\nexit 1\n',
+  );
+  await chmod(join(dir, 'bin', 'wait-for-file'), 0o755);
   const client = (key: string) =>
     createNodeClient({ baseUrl: emulator.url, apiKey: key, retry: { maxRetries: 0 } });
   const env: Record<string, string> = {
@@ -245,6 +297,9 @@ async function startWorld(given: Given): Promise<World> {
     LANG: 'C.UTF-8',
     EDITOR: 'true', // `$EDITOR setup.yaml`: the user's edit, none here
     NODE_COMPILE_CACHE: compileCache,
+    // For the replaced lines above: the throw-away folder and this checkout.
+    DOCS_DIR: dir,
+    DOCS_REPO: REPO,
     ...given.env?.(emulator.url),
   };
   if (given.emulator === 'sandbox') return { emulator, dir, work, env, client };
@@ -321,6 +376,19 @@ const CHECKS: Array<{ file: string; has: string; check: (w: World, out: string) 
     check: (_w, out) => {
       expect(out).toMatch(/"task_id":"[^"]+"/); // upload_file: {"task_id":"..."}
       expect(out).toContain('[1]'); // fetch_documents: [1]
+    },
+  },
+  {
+    // The quick start's dropped file has its result, and the daemon stopped on SIGTERM (exit 0).
+    file: 'daemon/README.md',
+    has: 'docex-sync run --config',
+    check: async (w) => {
+      const results = (await readdir(join(w.dir, 'srv/results'))).filter((f) => f.endsWith('.json'));
+      expect(results).toHaveLength(1);
+      expect(results[0]).toMatch(/^invoice\b/);
+      expect((await readdir(join(w.dir, 'srv/processed'), { recursive: true })).join(' ')).toContain(
+        'invoice',
+      );
     },
   },
   {
