@@ -4,10 +4,13 @@
  * checkout's commands (what scripts/from-checkout.sh and `npm run docex` run), against an emulator
  * this file starts. Each block gets a fresh emulator and folder, so blocks cannot lean on each other.
  *
- * What a page leaves to the reader is given here, in two small tables: PLACEHOLDERS (the service's
- * address, the key, the paths of a server) and GIVEN (what the page assumes exists: the account's
- * template 3, documents 1 to 12, invoice.pdf, the operator's edited config, docex's profiles). A
- * block passes when bash exits 0 and its CHECKS hold (what the page says the commands print or do).
+ * What a page leaves to the reader is given here, in small tables: PLACEHOLDERS (the service's
+ * address, the key, the paths of a server), REPLACED_LINES (an install from the registry, a download,
+ * the edit a comment asks for, a command that does not return), GIVEN (what a page assumes exists:
+ * the account's template 3 and documents 1 to 12, invoice.pdf, the operator's edited config,
+ * docex's profiles, failed files) and EXPECTED_EXITS (a non-zero exit by design). A block passes
+ * when every command in it exits 0 (or as EXPECTED_EXITS says) and its CHECKS hold: what the page
+ * says the commands print or do. A row no block uses fails the last test.
  */
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
