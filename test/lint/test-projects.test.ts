@@ -25,9 +25,15 @@ const starts = (source: string) => STARTS.filter((pattern) => pattern.test(sourc
 
 const testFiles = readdirSync(join(repo, 'test'), { recursive: true, encoding: 'utf8' })
   .filter((file) => file.endsWith('.test.ts'))
-  .map((file) => relative(repo, join(repo, 'test', file)).split('\\').join('/'))
+  .map((file) =>
+    relative(repo, join(repo, 'test', file))
+      .split('\\')
+      .join('/'),
+  )
   .sort();
-const self = relative(repo, import.meta.filename).split('\\').join('/');
+const self = relative(repo, import.meta.filename)
+  .split('\\')
+  .join('/');
 /** The unit project's files but this one, which spells the markers out. */
 const unitFiles = testFiles.filter(
   (file) => !/^test\/(e2e|contract)\//.test(file) && !SYSTEM_FILES.includes(file) && file !== self,
