@@ -108,14 +108,14 @@ export default defineConfig({
     projects: [
       {
         // In-process files (the quick loop, `npm run test:quick`, with the contract suite).
-        // Worker threads: a thread per file starts cheaper than a process per file (the quick loop
-        // took 13% less CPU, 198 s against 228 s, load 12-18); none of these files measures its
-        // process's memory or changes its working folder. Still one fresh context per file
-        // (isolate): without it, nock's patch of http and vi.mock of node:fs leaked into the next
-        // files of a worker (8 files failed; docs/performance.md, "The quick loop").
+        // A process per file, each isolated (vitest's defaults). Worker threads took 13% less CPU
+        // (198 s against 229 s, load 11-18) but share one libuv thread pool between the files of
+        // a run (fs, zlib, crypto: test/shared/large-answers.test.ts keeps pbkdf2 busy on purpose),
+        // a coupling between files that processes do not have; without isolation, nock's patch of
+        // http and vi.mock of node:fs leaked into later files of a worker (8 files failed).
+        // docs/performance.md, "The quick loop".
         test: {
           name: 'unit',
-          pool: 'threads',
           include: ['test/**/*.test.ts'],
           exclude: ['test/contract/**', 'test/e2e/**', ...SYSTEM_FILES, '**/node_modules/**'],
           testTimeout: 20_000,
