@@ -19,11 +19,71 @@ if (!process.env.DOCEX_TIMINGS_FILE) {
  */
 const workers = Number(process.env.DOCEX_TEST_WORKERS ?? 3);
 
+/**
+ * The `system` project: files that start real servers or programs as child processes, so that the
+ * `unit` project (`npm run test:quick`) holds only files whose tests run in the test's own process
+ * (the emulator, the daemon and both CLIs' main() in-process; a `git init` or `mkfifo` at most).
+ * `npm test` runs both, side by side in one pool as before. A new file that spawns goes here, in
+ * its group (test/lint/test-projects.test.ts refuses a unit file that starts a server or a process).
+ */
+const SYSTEM = {
+  /** Real servers from Debian packages (dovecot, tinyproxy), a private CA made by openssl, curl. */
+  servers: [
+    'test/daemon/mail/after.test.ts',
+    'test/daemon/mail/crash.test.ts',
+    'test/daemon/mail/dovecot.test.ts',
+    'test/daemon/mail/intake.test.ts',
+    'test/daemon/mail/oauth2.test.ts',
+    'test/daemon/mail/retry.test.ts',
+    'test/daemon/mail/server-kinds.test.ts',
+    'test/daemon/commands/proxy-tls.test.ts',
+    'test/shared/proxy-tls.test.ts',
+    'test/docex-cli/network.test.ts',
+    'test/emulator/curl-session.test.ts',
+  ],
+  /** docex-sync as an operator runs it: a process of its own (runCli), its exit codes, signals, restarts. */
+  daemonProcesses: [
+    'test/daemon/commands/cli.test.ts',
+    'test/daemon/commands/daemon-heap.test.ts',
+    'test/daemon/commands/from-checkout.test.ts',
+    'test/daemon/commands/process.test.ts',
+    'test/daemon/commands/run-start.test.ts',
+    'test/daemon/pipeline/disk-full.test.ts',
+    'test/daemon/pipeline/pause.test.ts',
+    'test/daemon/pipeline/wakeup.test.ts',
+    'test/daemon/require-node.test.ts',
+    'test/daemon/status/approve.test.ts',
+    'test/daemon/status/healthz-hostile.test.ts',
+    'test/daemon/status/review-counts.test.ts',
+    'test/daemon/status/review-list.test.ts',
+    'test/daemon/status/review-station.test.ts',
+    'test/daemon/store/upgrade.test.ts',
+  ],
+  /** docex (the CLI) started as a process: its start-up, its package, commands a user types. */
+  cliProcesses: [
+    'test/docex-cli/commands.test.ts',
+    'test/docex-cli/package.test.ts',
+    'test/docex-cli/startup.test.ts',
+    'test/docex-cli/templates.test.ts',
+  ],
+  /** Other programs in processes of their own: the emulator's CLI, a server whose memory must not
+   * count in the test's (streaming), n8n's own `n8n-node lint`. */
+  otherProcesses: [
+    'test/emulator/sandbox.test.ts',
+    'test/shared/streaming.test.ts',
+    'test/lint/n8n-node-lint.test.ts',
+  ],
+};
+export const SYSTEM_FILES = Object.values(SYSTEM).flat();
+
 /** End-to-end files that must run alone (the project e2e-alone says why). */
 const E2E_ALONE = ['test/e2e/editor.test.ts'];
 
-/** The end-to-end files first (the longest, and mostly waiting), then the unit files (the contract suite runs alone, last). */
-const PROJECT_ORDER = ['e2e', 'unit', 'contract'];
+/**
+ * The end-to-end files first (the longest, and mostly waiting), then the system files, then the
+ * unit files (the contract suite runs alone, last).
+ */
+const PROJECT_ORDER = ['e2e', 'system', 'unit', 'contract'];
 
 class EndToEndFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -41,16 +101,34 @@ class EndToEndFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     reporters: ['default', './test/support/timing-reporter.ts'],
-    // The three projects share one pool (same maxWorkers, same sequence.groupOrder), so unit files
+    // The projects share one pool (same maxWorkers, same sequence.groupOrder), so unit files
     // run while end-to-end files wait; a project of its own with other limits would run after it.
     maxWorkers: workers,
     sequence: { sequencer: EndToEndFirst },
     projects: [
       {
+        // In-process files (the quick loop, `npm run test:quick`, with the contract suite).
+        // A process per file, each isolated (vitest's defaults). Worker threads took 13% less CPU
+        // (198 s against 229 s, load 11-18) but share one libuv thread pool between the files of
+        // a run (fs, zlib, crypto: test/shared/large-answers.test.ts keeps pbkdf2 busy on purpose),
+        // a coupling between files that processes do not have; without isolation, nock's patch of
+        // http and vi.mock of node:fs leaked into later files of a worker (8 files failed).
+        // docs/performance.md, "The quick loop".
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/contract/**', 'test/e2e/**', '**/node_modules/**'],
+          exclude: ['test/contract/**', 'test/e2e/**', ...SYSTEM_FILES, '**/node_modules/**'],
+          testTimeout: 20_000,
+          hookTimeout: 30_000,
+          maxWorkers: workers,
+        },
+      },
+      {
+        // Files that start real servers or processes (SYSTEM above says which and why); the global
+        // set-up installs the Debian packages the servers come from.
+        test: {
+          name: 'system',
+          include: SYSTEM_FILES,
           globalSetup: ['test/support/debian-packages.ts'],
           testTimeout: 20_000,
           hookTimeout: 30_000,

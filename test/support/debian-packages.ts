@@ -1,5 +1,5 @@
 /**
- * Global set-up of the unit project: installs the Debian packages its real servers come from
+ * Global set-up of the system project: installs the Debian packages its real servers come from
  * (dovecot, tinyproxy, openssl, unshare) before any test file runs, when they are missing.
  *
  * Each helper still checks on its own, but on a fresh machine an install takes minutes (apt-get

@@ -74,7 +74,7 @@ const greets = (port: number, ca: string) =>
     socket.once('error', () => done(undefined));
   });
 
-/** Installs Debian's dovecot when missing (the unit project's global set-up does it before any test). */
+/** Installs Debian's dovecot when missing (the system project's global set-up does it before any test). */
 export function ensureDovecotPackage() {
   ensureDebianPackage('dovecot-imapd', () => existsSync(DOVECOT));
 }

@@ -210,7 +210,7 @@ const ensureOpensslPackage = () => ensureDebianPackage('openssl', () => onPath('
 const ensureTinyproxyPackage = () => ensureDebianPackage('tinyproxy', () => onPath('tinyproxy'));
 const ensureUnsharePackage = () => ensureDebianPackage('util-linux', () => onPath('unshare'));
 
-/** Installs every Debian package these helpers start from, when missing (the unit project's global set-up). */
+/** Installs every Debian package these helpers start from, when missing (the system project's global set-up). */
 export function ensureNetworkPackages() {
   ensureOpensslPackage();
   ensureTinyproxyPackage();

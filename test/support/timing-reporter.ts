@@ -110,9 +110,15 @@ export default class TimingReporter implements Reporter {
         : '  a first run on a new machine: no one-time install was measured on this machine yet',
     );
 
-    out.push('', '  slowest 20 files (wall = import + hooks + tests; phases are parts of them):');
+    // DOCEX_TIMING_ROWS: how many files the report lists (all: every file, to compare two runs).
+    const wanted = process.env.DOCEX_TIMING_ROWS;
+    const top = wanted === 'all' ? rows.length : Number(wanted) || 20;
+    out.push(
+      '',
+      `  slowest ${Math.min(top, rows.length)} files (wall = import + hooks + tests; phases are parts of them):`,
+    );
     const width = Math.max(...rows.map((r) => r.file.length), 10);
-    for (const r of [...rows].sort((a, b) => b.wallMs - a.wallMs).slice(0, 20)) {
+    for (const r of [...rows].sort((a, b) => b.wallMs - a.wallMs).slice(0, top)) {
       const phases = phaseList(r.phases);
       out.push(
         `  ${r.file.padEnd(width)} ${s(r.wallMs).padStart(7)}  import ${s(r.importMs).padStart(6)}  ` +
