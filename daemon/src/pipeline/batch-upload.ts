@@ -25,6 +25,7 @@ import {
   type UploadBatch,
 } from '../domain/upload-batch.ts';
 import type { StateDb } from '../store/state.ts';
+import { crashPoint } from '../common/crash-point.ts';
 
 /** A file ready to go: its row (still `stable`) and where it is sent. */
 export interface ReadyFile {
@@ -140,6 +141,7 @@ export class BatchUploads {
         { priority: this.host.priority() },
       );
       taskIds = answer.task_ids;
+      crashPoint('batch-answered');
     } catch (error) {
       if (refusedWhole(error)) {
         // Nothing was taken: each file goes alone, and only a bad one fails, with its own answer.
