@@ -37,8 +37,8 @@ const REPS = Number(process.env.DOCEX_BENCH_REPS ?? 1);
 const KEY = 'bench-requests-key-0123456789';
 const RATE = 10; // the default api.requests_per_second
 const MIXED = process.env.DOCEX_BENCH_MIXED !== '0';
-/** Extra config lines for the watch (e.g. `    batch_files: 20`), to compare settings. */
-const WATCH_EXTRA = process.env.DOCEX_BENCH_WATCH ?? '';
+/** Upload settings to compare (e.g. `batch_files: 20`: batched uploads; the default sends each file alone). */
+const UPLOAD = process.env.DOCEX_BENCH_UPLOAD ?? '';
 
 /** The mixed run's file i: unreadable (FAILED), already held by the service (DUPLICATE), or plain. */
 const contentOf = (i: number, mixed: boolean) =>
@@ -102,6 +102,7 @@ async function once(mixed = false): Promise<Run> {
       [
         'state_db: ./state/sync.db',
         `api: { base_url: "${emulator.url}" }`,
+        ...(UPLOAD ? [`upload: { ${UPLOAD} }`] : []),
         'watch:',
         '  - path: ./inbox',
         `    template_id: ${template.id}`,
@@ -109,7 +110,6 @@ async function once(mixed = false): Promise<Run> {
         '    processed_dir: ./processed',
         '    failed_dir: ./failed',
         '    stable_ms: 0',
-        ...(WATCH_EXTRA ? [WATCH_EXTRA] : []),
         'log_level: warn',
       ].join('\n'),
     );
@@ -195,7 +195,7 @@ export default async function bench(): Promise<BenchRow[]> {
   const polls = stats(runs.map((r) => r.polls / FILES));
   const filesPerSecond = stats(runs.map((r) => FILES / r.seconds));
   const bound = RATE / perDoc.median;
-  const what = `${FILES} files, ${TASK_MS / 1000}-s tasks, default config (${RATE} req/s)${WATCH_EXTRA ? `, ${WATCH_EXTRA.trim()}` : ''}`;
+  const what = `${FILES} files, ${TASK_MS / 1000}-s tasks, default config (${RATE} req/s)${UPLOAD ? `, upload: { ${UPLOAD} }` : ''}`;
   const last = runs.at(-1)!;
   const rows: BenchRow[] = [
     {

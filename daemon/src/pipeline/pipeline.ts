@@ -555,13 +555,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     };
     // A probe goes alone; one that does not start now gives up its mark (its watch probes again when next due).
     for (const row of this.run.dueProbes(now))
-      if (due(row)) starting([row], () => this.upload(row));
+      if (due(row)) starting([row], () => this.batches.upload([row]));
       else this.run.probeOver(row);
     const spare = this.scheduler.spare('upload', limit);
     if (spare <= 0) return;
     const perRequest = config.upload.batch_files;
     if (perRequest <= 1) {
-      for (const row of db.dueForUpload(now, spare)) if (due(row)) starting([row], () => this.upload(row));
+      for (const row of db.dueForUpload(now, spare))
+        if (due(row)) starting([row], () => this.batches.upload([row]));
       return;
     }
     // Batched (batch-upload.ts): up to `spare` requests of up to batch_files files each.
@@ -624,11 +625,6 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
     if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return undefined;
     return { row: seen.row, route };
-  }
-
-  private async upload(row: FileRow) {
-    const ready = await this.readyToGo(row);
-    if (ready) await this.batches.single(ready);
   }
 
   /** One file's request (the row `uploading`, committed), and what its answer or error does. */

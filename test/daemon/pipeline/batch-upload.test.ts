@@ -108,7 +108,7 @@ const contents = Object.fromEntries(names.map((n, i) => [n, invoice(`B-${i}`, `$
 
 describe('batched uploads', () => {
   it('sends files due together in one request; each file gets the results it gets sent alone', async () => {
-    world = await makeWorld({ taskDelayMs: 100 });
+    world = await batchedWorld(1);
     let daemon = await world.start();
     await drop(world, contents);
     await until('all archived alone', () => daemon.db.counts().archived === names.length);
