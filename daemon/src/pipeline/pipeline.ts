@@ -56,6 +56,7 @@ import { stateDbSpace, type StateDbRoomConfig } from '../store/room.ts';
 import { crashPoint } from '../common/crash-point.ts';
 import { BatchUploads, type ReadyFile } from './batch-upload.ts';
 import { decodeBatch } from '../domain/upload-batch.ts';
+import { dataFromTask, templateSent } from '../domain/task-data.ts';
 
 /** A count that only goes up (a Prometheus counter: status/metrics.ts gives these). */
 interface Tally {
@@ -728,9 +729,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (next.kind !== 'write-results') return;
     const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;
-    let data;
+    // A CSV-only watch may find all it writes in the task's answer (domain/task-data.ts).
+    let data = dataFromTask(task, watch.formats, templateSent(watch, row.route));
     try {
-      data = await client.fetchDocumentData({ document_id: documentId });
+      data ??= await client.fetchDocumentData({ document_id: documentId });
     } catch (error) {
       this.deps.metrics?.apiErrors.inc({ operation: 'fetch_document_data' });
       return void this.apply(current, { kind: 'poll-failed', error });
