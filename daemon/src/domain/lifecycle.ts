@@ -55,7 +55,7 @@ export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
   discovered: ['stable', 'failed', 'held'],
   stable: ['discovered', 'uploading', 'uploaded', 'failed', 'held'],
   uploading: ['uploaded', 'stable', 'failed'],
-  uploaded: ['done', 'failed'],
+  uploaded: ['done', 'failed', 'stable'],
   done: ['archived', 'review'],
   review: ['done', 'failed'],
   archived: [],

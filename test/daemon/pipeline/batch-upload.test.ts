@@ -193,6 +193,32 @@ describe('batched uploads', () => {
       ).toBe(`B-${i}`);
   }, 60_000);
 
+  it('a service that ignores arrays (takes the first file, answers one task): that file keeps it, the others go alone once', async () => {
+    world = await batchedWorld(20);
+    let ignored = 0;
+    const client = wrapped(world, (upload) => async (input, options) => {
+      if (input.files.length < 2) return upload(input, options);
+      ignored++;
+      return upload({ ...input, files: input.files.slice(0, 1) }, options);
+    });
+    const daemon = await world.start({ client });
+    await drop(world, contents);
+    await until('all archived', () => daemon.db.counts().archived === names.length);
+    expect(ignored).toBeGreaterThan(0);
+    const uploads = world.emulator.stats().uploadsByHash;
+    for (const name of names) expect(uploads[sha(contents[name]!)], name).toBe(1);
+    const results = await resultsByFile(world);
+    for (const [i, name] of names.entries())
+      expect(
+        (
+          results[name] as {
+            json: { outcome: string; document: { General_fields: Record<string, { value: unknown }> } };
+          }
+        ).json.document.General_fields['Invoice number']!.value,
+        name,
+      ).toBe(`B-${i}`);
+  }, 60_000);
+
   it('a batch refused as a whole (413): each file goes alone and all are processed', async () => {
     world = await batchedWorld(20);
     // Each file fits, two together do not.
