@@ -129,6 +129,13 @@ export class BatchUploads {
       return apply(marked, { kind: 'upload-starting' });
     });
     await db.durable();
+    if (uploading.some((row) => row.state !== 'uploading')) {
+      // Not all could start (none should fail to: nothing waits between the checks and here): the
+      // request's names would not be the files sent, so the ones that did go alone.
+      for (const row of uploading.filter((r) => r.state === 'uploading'))
+        await this.host.send(apply(row, { kind: 'upload-batch', batch: null }), route);
+      return;
+    }
     let taskIds: string[];
     try {
       const answer = await client.uploadFile(
