@@ -58,6 +58,8 @@ const SYSTEM = {
     'test/daemon/status/review-list.test.ts',
     'test/daemon/status/review-station.test.ts',
     'test/daemon/store/upgrade.test.ts',
+    'test/daemon/outputs/review-random.test.ts',
+    'test/daemon/pipeline/batch-upload.test.ts',
   ],
   /** docex (the CLI) started as a process: its start-up, its package, commands a user types. */
   cliProcesses: [
@@ -72,6 +74,10 @@ const SYSTEM = {
     'test/emulator/sandbox.test.ts',
     'test/shared/streaming.test.ts',
     'test/lint/n8n-node-lint.test.ts',
+    // A mover killed with SIGKILL between its two steps.
+    'test/daemon/common/move.test.ts',
+    // The guides' shell blocks, typed as a user would: the CLIs as processes.
+    'test/docs/runnable.test.ts',
   ],
 };
 export const SYSTEM_FILES = Object.values(SYSTEM).flat();

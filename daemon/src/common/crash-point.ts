@@ -10,6 +10,8 @@ export type CrashPointName =
   | 'state-commit'
   /** An upload's task id is in the open batch, not committed. */
   | 'answer-stored'
+  /** A request of several files was answered; none of their task ids is stored yet. */
+  | 'batch-answered'
   /** The daily CSV rows of a group are appended and fsynced; their rows' states are not committed. */
   | 'daily-appended'
   /** An original was moved to processed_dir; its `archived` state is not committed. */

@@ -11,6 +11,9 @@ import { invalidFile, readYamlFile } from '@docex/cli-kit/yaml';
 import { parseNamePattern } from '../common/names.ts';
 import { globMatcher } from '../common/glob.ts';
 
+/** upload.batch_files when the config does not say (1: each file alone). */
+export const BATCH_FILES_DEFAULT = 1;
+
 /** Checked when the config is read (common/cron.ts), so `run` never meets a schedule it cannot keep. */
 const cron = z.string().check((ctx) => {
   const problem = cronProblem(ctx.value);
@@ -198,12 +201,18 @@ export const ConfigSchema = z.strictObject({
       retry_max_ms: positiveInt.default(15 * 60_000),
       /** A paused watch (template or folder unknown to the service) sends one file this often to see whether it is back. */
       probe_interval_ms: positiveInt.default(60_000),
+      /**
+       * Files due at once for the same watch and route share one upload_file request, up to this
+       * many (and 32 MiB); 1 sends each alone (docs/decisions.md, "Fewer requests per document").
+       */
+      batch_files: z.number().int().min(1).max(100).default(BATCH_FILES_DEFAULT),
     })
     .default({
       max_attempts: 10,
       retry_base_ms: 5_000,
       retry_max_ms: 15 * 60_000,
       probe_interval_ms: 60_000,
+      batch_files: BATCH_FILES_DEFAULT,
     }),
   watch: z.array(WatchFolder).default([]),
   /** Mail intake (daemon/src/mail): each mailbox's attachments go through the pipeline like dropped files. */

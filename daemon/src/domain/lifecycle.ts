@@ -55,7 +55,7 @@ export const TRANSITIONS: Readonly<Record<FileState, readonly FileState[]>> = {
   discovered: ['stable', 'failed', 'held'],
   stable: ['discovered', 'uploading', 'uploaded', 'failed', 'held'],
   uploading: ['uploaded', 'stable', 'failed'],
-  uploaded: ['done', 'failed'],
+  uploaded: ['done', 'failed', 'stable'],
   done: ['archived', 'review'],
   review: ['done', 'failed'],
   archived: [],
@@ -107,6 +107,11 @@ export interface FileRow {
   approved_at: number | null;
   /** Where the original was moved in processed_dir (null: not moved, or archived before this was recorded). */
   archive_path: string | null;
+  /**
+   * JSON (domain/upload-batch.ts): the upload it was sent in with other files (their names, its
+   * place, the task ids answered), written before the request leaves; null: sent alone.
+   */
+  upload_batch?: string | null;
 }
 
 export interface Policy {
@@ -167,6 +172,10 @@ export type Observation =
   /** firstPollMs: when to poll the task first, after this answer (domain/poll-timing.ts); default poll.interval_ms. */
   | { kind: 'upload-answered'; taskId: string; firstPollMs?: number }
   | { kind: 'upload-failed'; error: unknown }
+  /** Its batch's one task took another file (a service that ignores arrays): it goes again, alone. */
+  | { kind: 'upload-not-taken' }
+  /** The upload request it is in with other files (domain/upload-batch.ts), or null: alone. */
+  | { kind: 'upload-batch'; batch: string | null; taskId?: string }
   | { kind: 'task'; result: TaskResult }
   /** fetch_tasks_results or fetch_document_data failed. */
   | { kind: 'poll-failed'; error: unknown }
@@ -355,6 +364,21 @@ function decideUnchecked(row: FileRow, obs: Observation, now: number, policy: Po
     }
     case 'upload-failed':
       return state === 'uploading' ? uploadFailed(row, obs.error, now, policy) : keep();
+    case 'upload-batch':
+      return state === 'stable' || state === 'uploading' || state === 'uploaded'
+        ? to({ upload_batch: obs.batch, ...(obs.taskId === undefined ? {} : { task_id: obs.taskId }) })
+        : keep();
+    case 'upload-not-taken':
+      if (state !== 'uploaded') return keep();
+      return to({
+        state: 'stable',
+        task_id: null,
+        uploaded_at: null,
+        poll_interval_ms: 0,
+        next_at: now,
+        upload_batch: '{"alone":true}',
+        reason: 'its batched upload was taken for another file only: sent again alone',
+      });
     case 'task':
       return state === 'uploaded' ? taskAnswered(row, obs.result, now, policy) : keep();
     case 'poll-failed': {

@@ -6,9 +6,9 @@
  * holds back only its own file (bounded by api.timeout_ms); `pump` says which rows are due. What
  * holds for the whole run (key refused, service unreachable, paused watches) is run-state.ts.
  */
-import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { lstat, open, rm, stat } from 'node:fs/promises';
+import { lstat, rm, stat } from 'node:fs/promises';
+import { hashFile } from './hash.ts';
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -19,8 +19,9 @@ import {
   type TaskResult,
 } from '@docex/shared';
 import type { ApiSettings, ConfigSlice, WatchConfig } from '../config/config.ts';
-import { freeTarget, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
+import { freeTarget } from '../common/files.ts';
 import { movedInto, moveInto } from '../common/move.ts';
+import { reportFailure } from './failure-report.ts';
 import {
   decide,
   describe,
@@ -54,6 +55,9 @@ import { Scheduler } from './scheduler.ts';
 import { DISK_RECHECK_MS } from '../domain/disk-space.ts';
 import { stateDbSpace, type StateDbRoomConfig } from '../store/room.ts';
 import { crashPoint } from '../common/crash-point.ts';
+import { BatchUploads, type ReadyFile } from './batch-upload.ts';
+import { decodeBatch } from '../domain/upload-batch.ts';
+import { dataFromTask, templateSent } from '../domain/task-data.ts';
 
 /** A count that only goes up (a Prometheus counter: status/metrics.ts gives these). */
 interface Tally {
@@ -99,46 +103,12 @@ export interface PipelineEvents extends RunEvents {
   'file-held-for-review': [row: FileRow];
 }
 
-const HASH_CHUNK = 256 * 1024;
-/**
- * Read buffers of finished hashes, kept for the next ones: a fresh 256 KB buffer per file is a
- * malloc outside the JS heap per file, freed only when the GC gets to it, which grows RSS by
- * fragmentation in a long run (bench/soak.bench.ts). At most one per concurrent hash is kept.
- */
-const spareHashBuffers: Buffer[] = [];
-
 /** Name patterns parsed once (the config checked them when it was read). */
 const patterns = new Map<string, NamePattern>();
 function namePattern(source: string): NamePattern {
   let pattern = patterns.get(source);
   if (!pattern) patterns.set(source, (pattern = parseNamePattern(source)));
   return pattern;
-}
-
-/** The file's SHA-256, and its size and mtime once read (through one handle: no stream, no second stat). */
-async function hashFile(path: string) {
-  const buffer = spareHashBuffers.pop() ?? Buffer.allocUnsafeSlow(HASH_CHUNK);
-  try {
-    return await hashWith(path, buffer);
-  } finally {
-    if (spareHashBuffers.length < LOCAL_JOBS) spareHashBuffers.push(buffer);
-  }
-}
-
-async function hashWith(path: string, buffer: Buffer) {
-  const file = await open(path, 'r');
-  try {
-    const hash = createHash('sha256');
-    for (;;) {
-      const { bytesRead } = await file.read(buffer, 0, HASH_CHUNK, null);
-      if (bytesRead === 0) break;
-      hash.update(buffer.subarray(0, bytesRead));
-    }
-    const after = await file.stat();
-    return { sha256: hash.digest('hex'), size: after.size, mtimeMs: Math.floor(after.mtimeMs) };
-  } finally {
-    await file.close();
-  }
 }
 
 /** Extraction times are learnt per template: per watch, and per route of a routed watch. */
@@ -200,6 +170,8 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    * file is not uploaded a second time.
    */
   private readonly unsavedAnswers = new Map<number, { row: FileRow; taskId: string }>();
+  /** Several files in one upload, and each one's own task (batch-upload.ts). */
+  private readonly batches: BatchUploads;
 
   constructor(deps: PipelineDeps) {
     super();
@@ -217,6 +189,18 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       diskSpace: () => stateDbSpace(deps.config),
     });
     this.reviews = new ReviewQueue(this.results, this.now);
+    this.batches = new BatchUploads({
+      db: deps.db,
+      client: deps.client,
+      log: deps.log,
+      apply: (row, observation) => this.apply(row, observation).row,
+      readyToGo: (row) => this.readyToGo(row),
+      send: (row, route) => this.send(row, route),
+      answered: (row, taskId) => this.uploadAnswered(row, taskId),
+      failed: (row, error) => this.uploadFailed(row, error),
+      priority: () => this.uploadPriority(),
+      stopped: () => this.scheduler.stopped,
+    });
     // A batch whose commit at the end of a turn failed for lack of room pauses work, as a full disk does.
     deps.db.onCommitFailed((error) => this.run.diskFull(error));
   }
@@ -540,33 +524,54 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private startUploads(now: number) {
     const { db, config } = this.deps;
     const limit = config.api.concurrency;
-    /** Whether the row's upload started. */
-    const starting = (row: FileRow): boolean => {
+    /** Whether the row may go now (same bytes looked at before any await: two names of one content never both go). */
+    const due = (row: FileRow): boolean => {
       if (this.scheduler.has(row.id) || this.scheduler.running('upload') >= limit) return false;
-      // Looked at now, before any await, so two names of one content never both reach the service.
-      const due = this.apply(row, { kind: 'upload-due', sameBytes: this.sameBytes(row) });
-      if (due.decision.effect.kind !== 'upload') {
-        if (due.row.state === 'uploaded')
+      const next = this.apply(row, { kind: 'upload-due', sameBytes: this.sameBytes(row) });
+      if (next.decision.effect.kind !== 'upload') {
+        if (next.row.state === 'uploaded')
           this.deps.log.info(
-            { file: row.path, documentId: due.row.document_id },
+            { file: row.path, documentId: next.row.document_id },
             'same content already processed: not uploaded again',
           );
         return false;
       }
       if (row.sha256) this.uploadingHashes.add(row.sha256);
-      this.startJob(row, 'upload', (r) =>
-        this.upload(r).finally(() => {
-          if (r.sha256) this.uploadingHashes.delete(r.sha256);
-          this.run.probeOver(r);
-        }),
-      );
       return true;
     };
-    // A probe that does not start now gives up its mark: its watch probes again when next due.
-    for (const row of this.run.dueProbes(now)) if (!starting(row)) this.run.probeOver(row);
+    const done = (rows: FileRow[]) => {
+      for (const r of rows) {
+        if (r.sha256) this.uploadingHashes.delete(r.sha256);
+        this.run.probeOver(r);
+      }
+    };
+    const starting = (rows: FileRow[], job: () => Promise<void>) => {
+      const [first, ...others] = rows;
+      for (const other of others) db.lease(other.id);
+      this.startJob(first!, 'upload', () =>
+        job().finally(() => {
+          done(rows);
+          if (!this.stopped) for (const other of others) db.release(other.id);
+        }),
+      );
+    };
+    // A probe goes alone; one that does not start now gives up its mark (its watch probes again when next due).
+    for (const row of this.run.dueProbes(now))
+      if (due(row)) starting([row], () => this.batches.upload([row]));
+      else this.run.probeOver(row);
     const spare = this.scheduler.spare('upload', limit);
     if (spare <= 0) return;
-    for (const row of db.dueForUpload(now, spare)) starting(row);
+    const perRequest = config.upload.batch_files;
+    if (perRequest <= 1) {
+      for (const row of db.dueForUpload(now, spare))
+        if (due(row)) starting([row], () => this.batches.upload([row]));
+      return;
+    }
+    // Batched (batch-upload.ts): up to `spare` requests of up to batch_files files each.
+    const ready = db.dueForUpload(now, spare * perRequest).filter(due);
+    const { jobs, left } = this.batches.group(ready, perRequest, spare);
+    for (const r of left) if (r.sha256) this.uploadingHashes.delete(r.sha256);
+    for (const rows of jobs) starting(rows, () => this.batches.upload(rows));
   }
 
   /** The row's step as a job: leased in the DB while it runs; a failure is logged and retried when due. */
@@ -612,23 +617,25 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.apply(first.row, { kind: 'hashed', ...hashed });
   }
 
-  private async upload(row: FileRow) {
-    const { db, client, log, metrics } = this.deps;
+  /** A file's checks before its upload: its route (a reloaded config may have changed it), still there and unchanged. */
+  private async readyToGo(row: FileRow): Promise<ReadyFile | undefined> {
     const watch = this.watches.get(row.watch)!;
-    // Again: a reloaded config may have changed the routes since the file was hashed.
     const route = this.routed(row, watch);
-    if (!route) return;
+    if (!route) return undefined;
     const info = await stat(row.path).catch(() => undefined);
     if (!info) return void this.apply(row, { kind: 'file-vanished' });
     const seen = this.apply(row, { kind: 'file-seen', size: info.size, mtimeMs: Math.floor(info.mtimeMs) });
-    if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return;
-    const uploading = this.apply(row, { kind: 'upload-starting' }).row;
-    await db.durable(); // the attempt is on disk before the request leaves (one commit for the turn's uploads)
+    if (seen.decision.effect.kind !== 'upload' || this.scheduler.stopped) return undefined;
+    return { row: seen.row, route };
+  }
+
+  /** One file's request (the row `uploading`, committed), and what its answer or error does. */
+  private async send(uploading: FileRow, route: Routed) {
     let taskId: string;
     try {
-      const answer = await client.uploadFile(
+      const answer = await this.deps.client.uploadFile(
         {
-          files: [{ path: row.path, fileName: basename(row.path).normalize('NFC') }],
+          files: [{ path: uploading.path, fileName: basename(uploading.path).normalize('NFC') }],
           template_id: route.template_id,
           folder_id: route.folder_id,
           metadata: route.metadata,
@@ -637,22 +644,29 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       );
       taskId = answer.task_ids[0]!;
     } catch (error) {
-      metrics?.apiErrors.inc({ operation: 'upload_file' });
-      this.run.uploadFailed(row.watch);
-      const after = this.apply(uploading, { kind: 'upload-failed', error });
-      if (after.row.state === 'stable' && after.decision.effect.kind === 'none')
-        log.warn(
-          { file: row.path, err: describe(error), retryAt: new Date(after.row.next_at).toISOString() },
-          'upload failed; will retry',
-        );
-      return;
+      return this.uploadFailed(uploading, error);
     }
+    this.uploadAnswered(uploading, taskId);
+  }
+
+  private uploadFailed(uploading: FileRow, error: unknown) {
+    this.deps.metrics?.apiErrors.inc({ operation: 'upload_file' });
+    this.run.uploadFailed(uploading.watch);
+    const after = this.apply(uploading, { kind: 'upload-failed', error });
+    if (after.row.state === 'stable' && after.decision.effect.kind === 'none')
+      this.deps.log.warn(
+        { file: uploading.path, err: describe(error), retryAt: new Date(after.row.next_at).toISOString() },
+        'upload failed; will retry',
+      );
+  }
+
+  private uploadAnswered(uploading: FileRow, taskId: string) {
     // Outside the request's try: a commit that fails (a full disk) is no failed upload.
     this.storeAnswer(uploading, taskId);
-    metrics?.uploads.inc();
+    this.deps.metrics?.uploads.inc();
     this.run.reachable();
-    this.run.uploadAccepted(row.watch);
-    log.debug({ file: row.path, taskId }, 'uploaded');
+    this.run.uploadAccepted(uploading.watch);
+    this.deps.log.debug({ file: uploading.path, taskId }, 'uploaded');
   }
 
   /** An open task: its result, then the document's data and the result files, then archiving. */
@@ -673,8 +687,15 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       // Only a poll whose answer will teach something holds first polls back (firstPollDueMs).
       const polls = seenWhole ? (out ?? new Map<number, number>()) : undefined; // nothing awaited since `out` was read
       if (polls) this.pollsOut.set(key, polls.set(row.id, this.now()));
+      const batch = decodeBatch(row.upload_batch);
       try {
-        task = await client.fetchTasksResults({ task_id: row.task_id! });
+        task =
+          (batch && this.batches.known(batch, row.task_id!)) ??
+          (await client.fetchTasksResults({ task_id: row.task_id! }));
+        // A file sent with others: the answer that is its own, on evidence (batch-upload.ts).
+        const own = batch ? await this.batches.resolve(row, batch, task) : { row, task };
+        if (!own) return;
+        ({ row, task } = own);
       } catch (error) {
         this.deps.metrics?.apiErrors.inc({ operation: 'fetch_tasks_results' });
         return void this.apply(row, { kind: 'poll-failed', error });
@@ -709,9 +730,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (next.kind !== 'write-results') return;
     const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;
-    let data;
+    // A CSV-only watch may find all it writes in the task's answer (domain/task-data.ts).
+    let data = dataFromTask(task, watch.formats, templateSent(watch, row.route));
     try {
-      data = await client.fetchDocumentData({ document_id: documentId });
+      data ??= await client.fetchDocumentData({ document_id: documentId });
     } catch (error) {
       this.deps.metrics?.apiErrors.inc({ operation: 'fetch_document_data' });
       return void this.apply(current, { kind: 'poll-failed', error });
@@ -888,36 +910,14 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     this.emit('file-held-for-review', held);
   }
 
-  /** A failed file moves to the failed folder with <name>.error.json beside it (just the report if it is gone). */
+  /** A failed file moves to the failed folder with <name>.error.json beside it (failure-report.ts). */
   private async report(row: FileRow) {
-    const { log } = this.deps;
     const watch = this.watches.get(row.watch);
-    if (!watch) return;
-    await this.deps.db.durable(); // `failed` (and its reason) is committed before the file moves
-    try {
-      const there = await lstat(row.path).then(
-        () => true,
-        () => false,
+    if (watch)
+      await reportFailure(
+        { db: this.deps.db, log: this.deps.log, apply: (r, o) => this.apply(r, o) },
+        watch,
+        row,
       );
-      // A name with no other file's failure report beside it: each failed file keeps its own.
-      const target = there
-        ? await moveInto(row.path, watch.failed_dir, row.rel, noFailureThere)
-        : await freeTarget(watch.failed_dir, row.rel, { free: noReportThere });
-      const report = {
-        file: row.rel,
-        status: 'failed',
-        reason: row.reason,
-        attempts: row.attempts,
-        failed_at: new Date(row.updated_at).toISOString(),
-        task_id: row.task_id,
-        document_id: row.document_id,
-        ...(there ? {} : { note: 'the file itself was no longer there' }),
-      };
-      await writeAtomic(`${target}.error.json`, `${JSON.stringify(report, null, 2)}\n`);
-      this.apply(row, { kind: 'failure-reported', path: target });
-    } catch (error) {
-      this.apply(row, { kind: 'report-failed', error });
-      log.warn({ file: row.path, err: describe(error) }, 'could not move the failed file; will retry');
-    }
   }
 }

@@ -247,6 +247,9 @@ const MIGRATIONS = [
   CREATE INDEX mail_messages_left ON mail_messages(mailbox, id) WHERE left_reason IS NOT NULL;`,
   // 13: the audit trail of people's decisions (approve, reject, correct, retry): store/audit.ts.
   AUDIT_MIGRATION,
+  // 14: batched uploads (issue #42): the request a file was sent in with others, written before it
+  // leaves (domain/upload-batch.ts); NULL: sent alone.
+  `ALTER TABLE files ADD COLUMN upload_batch TEXT;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

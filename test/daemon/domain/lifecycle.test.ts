@@ -138,6 +138,8 @@ const observations: Observation[] = [
   { kind: 'held-for-review' },
   { kind: 'approve-requested' },
   { kind: 'reject-requested', reason: 'wrong supplier' },
+  { kind: 'upload-not-taken' },
+  { kind: 'upload-batch', batch: null },
 ];
 
 describe('lifecycle: the transition table', () => {
