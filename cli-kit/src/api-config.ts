@@ -79,10 +79,19 @@ export function apiKeyFrom(
   throw new ConfigError(`no API key: set ${terms.apiKey}`);
 }
 
-/** The base URL: the config's (checked when it was read), else DOCEX_BASE_URL, checked here. */
-export function baseUrlFrom(config: { api: ApiSettings }, env: NodeJS.ProcessEnv, section = 'api'): string {
+/**
+ * The base URL: the config's (checked when it was read), else DOCEX_BASE_URL, checked here.
+ * `whereToSet`: where a missing one goes, in the program's own terms (default: the config's key or
+ * the variable).
+ */
+export function baseUrlFrom(
+  config: { api: ApiSettings },
+  env: NodeJS.ProcessEnv,
+  section = 'api',
+  whereToSet = `${section}.base_url in the config or DOCEX_BASE_URL`,
+): string {
   const url = config.api.base_url ?? env.DOCEX_BASE_URL;
-  if (!url) throw new ConfigError(`no base URL: set ${section}.base_url in the config or DOCEX_BASE_URL`);
+  if (!url) throw new ConfigError(`no base URL: set ${whereToSet}`);
   const problem = baseUrlProblem(url);
   if (problem)
     throw new ConfigError(`${config.api.base_url ? `${section}.base_url` : 'DOCEX_BASE_URL'}: ${problem}`);

@@ -106,7 +106,15 @@ export function clientFrom(
   if (env.DOCEX_API_KEY && settings.api.api_key_file)
     warn(`docex: DOCEX_API_KEY is set and wins over ${settings.section}.api_key_file`);
   return createNodeClient({
-    baseUrl: baseUrlFrom(config, env, where),
+    baseUrl: baseUrlFrom(
+      config,
+      env,
+      where,
+      // docex's terms: the variable, or the profiles' file (a profile in use: its own key).
+      settings.profile !== undefined
+        ? `profiles.${settings.profile}.base_url in ${settings.configFile} or DOCEX_BASE_URL`
+        : `DOCEX_BASE_URL (or base_url in a profile of ${settings.configFile ?? defaultConfigFile(env)}, chosen with --profile)`,
+    ),
     apiKey: apiKeyFrom(config, env, where, terms),
     terms,
     concurrency: settings.api.concurrency,

@@ -43,6 +43,15 @@ describe('hints in docex terms', () => {
     });
   });
 
+  it('no base URL at all says which variable to set, and where profiles are (not a key that does not exist)', async () => {
+    const run = await docex(['folders', 'list'], { env: { DOCEX_BASE_URL: '' } });
+    expect(run).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `docex: no base URL: set DOCEX_BASE_URL (or base_url in a profile of ${profilesFile()}, chosen with --profile)\n`,
+    });
+  });
+
   it('with a profile, its own keys are named', async () => {
     const config = join(world.dir, 'profiles.yaml');
     await writeFile(join(world.dir, 'wrong.key'), 'sk-wrong-0815\n');
