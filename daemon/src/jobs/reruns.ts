@@ -274,45 +274,44 @@ function noteCorrections(
   const trail = new AuditTrail(db.db);
   const actor = { who: `rerun ${rerunName}`, via: 'cli' as const };
   const show = (v: unknown) => JSON.stringify(v ?? null);
+  /** The person's value `to` kept (the row's new value is the same) or dropped (none). */
+  const record = (field: string, to: unknown, still: boolean, note: string) =>
+    trail.record(
+      actor,
+      {
+        action: 'rerun',
+        fileId: row.id,
+        file: row.path,
+        field,
+        oldValue: show(to),
+        newValue: still ? show(to) : null,
+        note,
+      },
+      now(),
+    );
   for (const { correction: c, reading } of kept) {
-    const note = `correction kept: the service now reads ${show(reading)} (it read ${show(c.service_value)} when ${c.by} corrected it)`;
     // A warning when the service now reads something else than what the person corrected.
     log[JSON.stringify(reading) === JSON.stringify(c.service_value) ? 'info' : 'warn'](
       { file: row.path, field: c.field, value: c.to, reading, rerun: rerunName },
       'correction kept after the rerun',
     );
-    trail.record(
-      actor,
-      {
-        action: 'rerun',
-        fileId: row.id,
-        file: row.path,
-        field: c.field,
-        oldValue: show(c.to),
-        newValue: show(c.to),
-        note,
-      },
-      now(),
+    record(
+      c.field,
+      c.to,
+      true,
+      `correction kept: the service now reads ${show(reading)} (it read ${show(c.service_value)} when ${c.by} corrected it)`,
     );
   }
   for (const c of dropped) {
-    const note = `correction dropped: the rerun's extraction has no field "${c.field}" (${c.by} had corrected ${show(c.from)} to ${show(c.to)})`;
     log.warn(
       { file: row.path, field: c.field, value: c.to, rerun: rerunName },
       'correction dropped after the rerun',
     );
-    trail.record(
-      actor,
-      {
-        action: 'rerun',
-        fileId: row.id,
-        file: row.path,
-        field: c.field,
-        oldValue: show(c.to),
-        newValue: null,
-        note,
-      },
-      now(),
+    record(
+      c.field,
+      c.to,
+      false,
+      `correction dropped: the rerun's extraction has no field "${c.field}" (${c.by} had corrected ${show(c.from)} to ${show(c.to)})`,
     );
   }
   db.flush();
