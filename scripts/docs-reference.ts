@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod/v4';
 import { ConfigSchema } from '../daemon/src/config/config.ts';
-import { CONFIG_MEANINGS, REFERENCE_MEANINGS } from '../cli-kit/src/config-meanings.ts';
+import { CONFIG_MEANINGS, FIRST_RELEASE, KEYS_SINCE, REFERENCE_MEANINGS } from '../cli-kit/src/config-meanings.ts';
 import { EXIT } from '../cli-kit/src/exit-codes.ts';
 import { nodeAt, phrase } from '../cli-kit/src/plain-words.ts';
 import { PROGRAM as DOCEX } from '../cli/src/docex.ts';
@@ -31,6 +31,8 @@ interface KeyRow {
   default: string;
   required: boolean;
   meaning: string;
+  /** The docex-sync version the key came in (KEYS_SINCE, else the first release). */
+  since: string;
 }
 
 type Schema = z.ZodType;
@@ -143,6 +145,7 @@ export function configRows(
           default: node.fallback === undefined ? '' : JSON.stringify(node.fallback),
           required: !optionalKey(child),
           meaning: meaningOf([...path, key], meanings, comments),
+          since: KEYS_SINCE[name.replace(/\[\]/g, '')] ?? FIRST_RELEASE,
         });
         walk(childShapes(node), [...path, key], name);
       }
@@ -166,11 +169,11 @@ export function configPage(rows: KeyRow[]): string {
     "[operator's guide](../daemon.md) says how they work together. The API key is never a key of",
     'this file: set `DOCEX_API_KEY`, or `api.api_key_file`.',
     '',
-    '| key | type | default | meaning |',
-    '| --- | --- | --- | --- |',
+    '| key | type | default | meaning | since |',
+    '| --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| \`${r.path}\` | ${cell(r.type)} | ${r.required ? '**required**' : r.default ? `\`${cell(r.default)}\`` : ''} | ${cell(r.meaning)} |`,
+        `| \`${r.path}\` | ${cell(r.type)} | ${r.required ? '**required**' : r.default ? `\`${cell(r.default)}\`` : ''} | ${cell(r.meaning)} | ${r.since} |`,
     ),
     '',
   ];

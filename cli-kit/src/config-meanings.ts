@@ -77,3 +77,12 @@ export const REFERENCE_MEANINGS: KeyMeanings = {
   'notify.retry_max_ms': 'the longest wait between two attempts of a webhook delivery',
   log_level: 'how much the log says: trace, debug, info, warn or error',
 };
+
+/** The release every key of docex-sync's config came in unless KEYS_SINCE says otherwise. */
+export const FIRST_RELEASE = '0.1.0';
+
+/**
+ * The docex-sync version a key came in, by dotted path without list positions, for the reference
+ * page's "since" column: a key added after the first release gets its row here when it is added.
+ */
+export const KEYS_SINCE: Readonly<Record<string, string>> = {};

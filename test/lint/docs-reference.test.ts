@@ -38,6 +38,8 @@ describe('generated reference pages', () => {
     expect(page).toContain('| `state_db` | text | **required** | the file where docex-sync keeps');
     expect(page).toMatch(/\| `poll\.interval_ms` \| a whole number of milliseconds \(1 or more\), e\.g\. 2000 \| `2000` \| first wait/);
     expect(page).toContain('| `watch[].routes[].match` |');
+    // Since which version: every key of the first release says so.
+    expect(page).toMatch(/^\| `state_db` \|.*\| 0\.1\.0 \|$/m);
     expect(page).toMatch(/\| `watch\[\]\.on_success` \| one of: move, delete, keep \| `"move"` \|/);
   });
 
