@@ -229,6 +229,6 @@ export async function heldByFileOf(source: string, name: string): Promise<boolea
   const [x, y] = await Promise.all([lstat(source), lstat(name)].map((p) => p.catch(() => undefined)));
   if (x === undefined || y === undefined || !x.isFile() || !y.isFile()) return false;
   if (x.dev === y.dev) return x.ino === y.ino;
-  // utimes sets times in whole milliseconds here (a Date), the source's may have nanoseconds.
+  // The copy's mtime was set from the source's in seconds (a double): equal to well under a millisecond.
   return x.size === y.size && Math.abs(x.mtimeMs - y.mtimeMs) < 1;
 }

@@ -58,8 +58,9 @@ async function placeCopy(source: string, target: string): Promise<'placed' | 'ta
   try {
     await copyFile(source, temp, constants.COPYFILE_EXCL);
     // The copy's mtime is the source's: a move cut short after the link knows the copy as its own.
-    const { atime, mtime } = await lstat(source);
-    await utimes(temp, atime, mtime);
+    // In seconds with their fraction: a Date would round them to the millisecond.
+    const { atimeMs, mtimeMs } = await lstat(source);
+    await utimes(temp, atimeMs / 1000, mtimeMs / 1000);
     try {
       await link(temp, target);
     } catch (error) {
@@ -136,7 +137,9 @@ export async function movedInto(dir: string, rel: string, was: MovedFile): Promi
   for (const candidate of candidateNames(dir, rel)) {
     const info = await lstat(candidate).catch(() => undefined);
     if (!info) return undefined;
-    if (info.isFile() && info.size === was.size && (info.ino === was.ino || Math.abs(info.mtimeMs - was.mtimeMs) < 1))
+    // The mtime to the millisecond, either side: a row keeps it as a whole number (floored).
+    const sameMtime = Math.abs(info.mtimeMs - was.mtimeMs) <= 1;
+    if (info.isFile() && info.size === was.size && (info.ino === was.ino || sameMtime))
       return candidate;
   }
   return undefined;

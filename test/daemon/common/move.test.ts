@@ -115,6 +115,8 @@ describe.each([
     await utimes(join(to, 'a.pdf'), new Date(1_000_000), new Date(1_000_000));
     const source = join(from, 'scan.pdf');
     await writeFile(source, 'the moved file, its size');
+    // An mtime past the half millisecond (as most are: nanoseconds), which a Date would round up.
+    await utimes(source, 1_700_000_000.0007, 1_700_000_000.0007);
     const info = await stat(source);
     const was = { ino: info.ino, size: info.size, mtimeMs: Math.floor(info.mtimeMs) };
     const moved = await moveInto(source, to, 'a.pdf');
