@@ -21,6 +21,7 @@ import {
   until,
   type World,
 } from '../helpers.ts';
+import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const names = Array.from({ length: 6 }, (_, i) => `b${i}.txt`);
@@ -31,15 +32,21 @@ afterEach(async () => {
   world = undefined;
 });
 
-/** A world whose config sends up to `batch` files per request. */
+/**
+ * A world whose config sends up to `batch` files per request, one request at a time: while an
+ * upload is held back by `gated`, no other starts, so the files due meanwhile go together next.
+ */
 async function batchedWorld(batch: number, taskDelayMs = 100) {
   const w = await makeWorld({ taskDelayMs });
   const text = await readFile(w.configFile, 'utf8');
   await writeFile(
     w.configFile,
-    text.replace('max_attempts: 20 }', `max_attempts: 20, batch_files: ${batch} }`),
+    text
+      .replace('max_attempts: 20 }', `max_attempts: 20, batch_files: ${batch} }`)
+      .replace('concurrency: 4,', 'concurrency: 1,'),
   );
   expect(w.config().upload.batch_files).toBe(batch);
+  expect(w.config().api.concurrency).toBe(1);
   return w;
 }
 
@@ -50,18 +57,49 @@ async function drop(w: World, contents: Record<string, string>) {
   for (const name of Object.keys(contents)) await rename(join(w.dir, name), join(w.dir, 'inbox', name));
 }
 
-/** The client the daemon uses, its upload_file wrapped. */
-function wrapped(
+/**
+ * The client the daemon uses, its upload_file wrapped and gated: the first upload waits until every
+ * dropped file is stable and due, so that (one request at a time) the files it does not carry are
+ * all due when it ends and go in the next request. Without the gate, files a busy machine sees one
+ * by one come due one by one and each goes alone: no batch, and nothing these tests ask is shown.
+ */
+function gated(
   w: World,
-  wrap: (upload: DocexClient['uploadFile']) => DocexClient['uploadFile'],
+  running: () => RunningDaemon | undefined,
+  wrap: (upload: DocexClient['uploadFile']) => DocexClient['uploadFile'] = (upload) => upload,
 ): DocexClient {
   const client = createNodeClient({
     baseUrl: w.emulator.url,
     apiKey: SECRET,
     retry: { initialDelayMs: 20, maxRetries: 2 },
   });
-  client.uploadFile = wrap(client.uploadFile.bind(client));
+  const upload = wrap(client.uploadFile.bind(client));
+  const stableMs = w.config().watch[0]!.stable_ms;
+  let opened = false;
+  const allDue = () => {
+    const rows = names.map((n) => running()?.db.current(join(w.dir, 'inbox', n)));
+    if (rows.some((r) => !r || r.state === 'discovered')) return false;
+    // stable_since is on the daemon's clock, which starts from the wall time: a margin for the drift.
+    return Date.now() >= Math.max(...rows.map((r) => r!.stable_since)) + stableMs + 50;
+  };
+  client.uploadFile = async (input, options) => {
+    if (!opened) {
+      await until('every file stable and due', allDue);
+      opened = true;
+    }
+    return upload(input, options);
+  };
   return client;
+}
+
+/** Starts the daemon of `w` on a gated client (see `gated`). */
+async function startGated(
+  w: World,
+  wrap?: (upload: DocexClient['uploadFile']) => DocexClient['uploadFile'],
+): Promise<RunningDaemon> {
+  let daemon: RunningDaemon | undefined;
+  daemon = await w.start({ client: gated(w, () => daemon, wrap) });
+  return daemon;
 }
 
 /** Each file's results, without what differs between two runs (ids, times, paths). */
@@ -117,12 +155,12 @@ describe('batched uploads', () => {
     await world.cleanup();
 
     world = await batchedWorld(20);
-    daemon = await world.start();
+    daemon = await startGated(world);
     await drop(world, contents);
     await until('all archived batched', () => daemon.db.counts().archived === names.length);
     const batched = await resultsByFile(world);
-    // One request per turn of due files, not one per file.
-    expect(world.emulator.stats().requestsByOperation.upload_file).toBeLessThan(names.length);
+    // One request per turn of due files, not one per file: the gated first, then all the others.
+    expect(world.emulator.stats().requestsByOperation.upload_file).toBeLessThanOrEqual(2);
     expect(batched).toEqual(alone);
     for (const [i, name] of names.entries()) {
       const json = (
@@ -144,13 +182,12 @@ describe('batched uploads', () => {
       template_id: world.templateId,
     });
     let reversed = 0;
-    const client = wrapped(world, (upload) => async (input, options) => {
+    const daemon = await startGated(world, (upload) => async (input, options) => {
       const answer = await upload(input, options);
       if (answer.task_ids.length < 2) return answer;
       reversed++;
       return { ...answer, task_ids: [...answer.task_ids].reverse() };
     });
-    const daemon = await world.start({ client });
     await drop(world, contents);
     await until('all archived', () => daemon.db.counts().archived === names.length);
     expect(reversed).toBeGreaterThan(0);
@@ -169,13 +206,12 @@ describe('batched uploads', () => {
   it('a lost answer (reset after the service took the files): each file goes again as alone, the DUPLICATE answer gives its document', async () => {
     world = await batchedWorld(20);
     let lost = 0;
-    const client = wrapped(world, (upload) => async (input, options) => {
+    const daemon = await startGated(world, (upload) => async (input, options) => {
       const answer = await upload(input, options);
       if (input.files.length > 1 && lost++ === 0)
         throw new DocexConnectionError('upload_file', 'socket hang up', { code: 'ECONNRESET' });
       return answer;
     });
-    const daemon = await world.start({ client });
     await drop(world, contents);
     await until('all archived', () => daemon.db.counts().archived === names.length);
     expect(lost).toBeGreaterThan(0);
@@ -196,12 +232,11 @@ describe('batched uploads', () => {
   it('a service that ignores arrays (takes the first file, answers one task): that file keeps it, the others go alone once', async () => {
     world = await batchedWorld(20);
     let ignored = 0;
-    const client = wrapped(world, (upload) => async (input, options) => {
+    const daemon = await startGated(world, (upload) => async (input, options) => {
       if (input.files.length < 2) return upload(input, options);
       ignored++;
       return upload({ ...input, files: input.files.slice(0, 1) }, options);
     });
-    const daemon = await world.start({ client });
     await drop(world, contents);
     await until('all archived', () => daemon.db.counts().archived === names.length);
     expect(ignored).toBeGreaterThan(0);
@@ -223,7 +258,7 @@ describe('batched uploads', () => {
     world = await batchedWorld(20);
     // Each file fits, two together do not.
     world.emulator.faults.set({ maxUploadBytes: Buffer.byteLength(contents['b0.txt']!) + 400 });
-    const daemon = await world.start();
+    const daemon = await startGated(world);
     await drop(world, contents);
     await until('all archived', () => daemon.db.counts().archived === names.length);
     expect(world.emulator.stats().answersByStatus['413']).toBeGreaterThan(0);
