@@ -38,6 +38,12 @@ export interface Packed {
 }
 
 /**
+ * The dot-entries of node_modules the copy needs: npm's bins and lock, and the stamp of the lock
+ * scripts/env.sh wrote (without it, each package's prepack would `npm ci` in the copy: minutes).
+ */
+const LINKED_DOT_ENTRIES = ['.bin', '.package-lock.json', '.docex-lock-hash'];
+
+/**
  * Hard-links the repository's installed modules into the clone (what `npm pack` runs against),
  * leaving out the caches tools write in node_modules while the suite runs (vitest's, vite's): a
  * file made or removed there while `cp` walks the tree would fail the copy.
@@ -45,7 +51,7 @@ export interface Packed {
 function linkInstalledModules(from: string, to: string) {
   mkdirSync(to);
   for (const entry of readdirSync(from)) {
-    if (entry.startsWith('.') && entry !== '.bin' && entry !== '.package-lock.json') continue;
+    if (entry.startsWith('.') && !LINKED_DOT_ENTRIES.includes(entry)) continue;
     execFileSync('cp', ['-al', join(from, entry), join(to, entry)]);
   }
 }

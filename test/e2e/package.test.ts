@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { lintPackage } from '../../scripts/lint-package.ts';
@@ -31,6 +31,13 @@ beforeAll(async () => {
 }, SHARED_N8N_WAIT_MS);
 
 describe('n8n-nodes-docex from a plain npm pack', () => {
+  it("was packed against the repo's installed modules, hard-linked, not a fresh npm ci in the copy", () => {
+    // The prepacks run scripts/run.sh, which reinstalls when node_modules has no stamp of the lock:
+    // a copy without it cost the run minutes of npm ci (the pack's time in the timing report).
+    const inode = (root: string) => statSync(join(root, 'node_modules/zod/package.json')).ino;
+    expect(inode(join(packed.dir, 'clone'))).toBe(inode(repo));
+  });
+
   it('holds every file its n8n field points at, its README and CHANGELOG', () => {
     const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
       n8n: { nodes: string[]; credentials: string[] };
