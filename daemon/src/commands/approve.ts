@@ -2,7 +2,6 @@
 import { isOn } from '@docex/cli-kit/args';
 import type { Command } from '@docex/cli-kit/command';
 import { UsageError } from '@docex/cli-kit/errors';
-import { EXIT } from '@docex/cli-kit/exit-codes';
 import type { SyncIo } from './io.ts';
 
 export const command: Command<SyncIo> = {
@@ -20,66 +19,30 @@ A name that names no file waiting for review is an error (exit 2); the others ar
     const patterns = options.args;
     if (!all && patterns.length === 0)
       throw new UsageError('name the files to approve (names, paths or patterns), or give --all');
-    const [
-      { open },
-      { cliActor },
-      { existsSync },
-      { namedIds },
-      { basename },
-      { StateDb },
-      { approveAndNote },
-    ] = await Promise.all([
-      import('./context.ts'),
-      import('./actor.ts'),
-      import('node:fs'),
-      import('./named-files.ts'),
-      import('node:path'),
-      import('../store/state.ts'),
+    const [{ onNamedFiles }, { approveAndNote }] = await Promise.all([
+      import('./on-named-files.ts'),
       import('../actions/approve.ts'),
     ]);
-    const { config, out } = open(options, io);
-    // A name that names nothing waiting is a mistake to say (exit 2), not a silent no-op; the
-    // other names given are still approved.
-    const unknown = (names: string[]) => {
-      for (const name of names)
-        io.stderr.write(
-          `docex-sync approve: ${name}: no file waiting for review has this name, path or pattern (docex-sync review list shows them)\n`,
-        );
-      return names.length > 0 ? EXIT.usage : EXIT.ok;
-    };
-    if (!existsSync(config.state_db)) {
-      out('0 file(s) approved: there is no state DB yet.');
-      return unknown(patterns);
-    }
-    const db = new StateDb(config.state_db);
-    let unmatched: string[] = [];
-    try {
-      let ids: number[] | 'all' = 'all';
-      if (!all)
-        ({ ids, unmatched } = namedIds(db.inReview(1_000_000), patterns, (r) =>
-          r.review_path === null ? [] : [[r.review_path, basename(r.review_path)]],
-        ));
-      const { approved, skipped } = await approveAndNote(
-        { db, config, now: io.now, actor: cliActor(io) },
-        ids,
-      );
-      for (const s of skipped)
-        io.stderr.write(
-          `docex-sync approve: not approved: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
-        );
-      const running = approved.length > 0 && db.daemonRunning();
-      out(
-        `${approved.length} file(s) approved${
-          approved.length === 0
+    return onNamedFiles(options, io, patterns, all, {
+      command: 'approve',
+      candidates: (db) => db.inReview(1_000_000),
+      alsoInReview: true,
+      namesNothing:
+        'no file waiting for review has this name, path or pattern (docex-sync review list shows them)',
+      noStateDb: '0 file(s) approved: there is no state DB yet.',
+      decide: async (deps, ids) => {
+        const { approved, skipped } = await approveAndNote(deps, ids);
+        return { taken: approved, skipped };
+      },
+      skippedAs: 'not approved',
+      said: (taken, running) =>
+        `${taken} file(s) approved${
+          taken === 0
             ? '.'
             : running
               ? ': the running docex-sync moves them to the processed and output folders now.'
               : ': docex-sync is not running; it moves them to the processed and output folders when it next starts.'
         }`,
-      );
-    } finally {
-      db.close();
-    }
-    return unknown(unmatched);
+    });
   },
 };
