@@ -60,3 +60,30 @@ describe('the unit and system projects', () => {
     expect(starts(readFileSync(join(repo, file), 'utf8'))).not.toEqual([]);
   });
 });
+
+/**
+ * A file whose tests run docex-sync as a process takes its time limits from a measured start
+ * (`await calibrate()` in test/daemon/helpers.ts, at the top): vitest's default 20 s is a guess an
+ * idle machine makes, and a loaded one ran past it (review-station.test.ts at a load of 20).
+ */
+const runsCli = (source: string) => /\brunCli\(/.test(source) && !/^export function runCli\(/m.test(source);
+/** At the top level of the file (a line of its own that starts at column 0, not a comment). */
+const calibrated = (source: string) => /^(?![\s/])[^\n]*\bawait calibrate\(\)/m.test(source);
+
+describe('tests that run docex-sync as a process', () => {
+  it('the check tells a calibrated file from one that is not', () => {
+    expect(runsCli(`const run = runCli(['run']);`)).toBe(true);
+    expect(calibrated(`await calibrate();\nconst run = runCli(['run']);`)).toBe(true);
+    expect(calibrated(`const run = runCli(['run']);`)).toBe(false);
+    expect(calibrated(`const startMs = await calibrate();`)).toBe(true);
+    expect(calibrated(`// await calibrate();`)).toBe(false);
+    expect(calibrated(`it('x', async () => {\n  await calibrate();\n});`)).toBe(false);
+  });
+
+  it.each(testFiles.filter((file) => file !== self && runsCli(readFileSync(join(repo, file), 'utf8'))))(
+    '%s calibrates its time limits first',
+    (file) => {
+      expect(calibrated(readFileSync(join(repo, file), 'utf8'))).toBe(true);
+    },
+  );
+});

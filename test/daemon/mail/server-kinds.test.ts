@@ -12,6 +12,9 @@ import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../suppo
 import { calibrate, runCli, stopCliChildren, until, type World } from '../helpers.ts';
 import { jsonResults, mailWorld } from './world.ts';
 
+// Time limits from a measured start of the CLI these tests run as a process (busy machines).
+await calibrate();
+
 let dovecot: Dovecot;
 beforeAll(async () => {
   dovecot = await startDovecot({ idle: false });

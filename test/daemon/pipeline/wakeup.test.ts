@@ -11,7 +11,10 @@ import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { EMPTY_FILE } from '../../../daemon/src/domain/lifecycle.ts';
 import { KV, StateDb } from '../../../daemon/src/store/state.ts';
 import { wakeOnOtherWriters } from '../../../daemon/src/pipeline/wakeup.ts';
-import { invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
+import { calibrate, invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
+
+// Time limits from a measured start of the CLI these tests run as a process (busy machines).
+await calibrate();
 
 let world: World | undefined;
 afterEach(async () => {

@@ -12,9 +12,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { parseCsv } from '../../../daemon/src/outputs/results.ts';
 import { AuditTrail } from '../../../daemon/src/store/audit.ts';
-import { runCli, syncInProcess, until, type World } from '../helpers.ts';
+import { calibrate, runCli, syncInProcess, until, type World } from '../helpers.ts';
 import { reviewWorld, tree } from '../review-helpers.ts';
 import { call } from '../../support/http-call.ts';
+
+// Time limits from a measured start of the CLI these tests run as a process (busy machines).
+await calibrate();
 
 let world: World | undefined;
 afterEach(async () => {
