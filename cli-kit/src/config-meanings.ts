@@ -43,50 +43,40 @@ export const REFERENCE_MEANINGS: KeyMeanings = {
   upload: 'how uploads that fail are tried again, and how a paused watch is probed',
   'upload.retry_base_ms': 'the first wait before an upload is tried again; it doubles at each attempt',
   'upload.retry_max_ms': 'the longest wait between two attempts of an upload',
-  watch:
-    'the folders docex-sync watches, one entry each (each with path, output, failed_dir and a template or folder)',
+  watch: 'the folders docex-sync watches, one entry each (each with path, output, failed_dir and a template or folder)',
   'watch.ignore_names':
     'name globs (no "/") skipped at any depth, files and folders: NAS, Windows and office debris by default; [] watches them too',
   'watch.formats': 'the result files written for each document: json, csv or both',
   'watch.document_data':
     "when_needed: the task's answer stands for the document's data when it carries every field with a confidence (one request less; the JSON says document_from: task); always: read it for each document",
   'watch.review.fraud':
-    'hold a document whose fraud check is doubtful: not_clean (a verdict that is not clean), max_score (a score above it), clean_verdicts',
+    "hold a document whose fraud check is doubtful: not_clean (a verdict that is not clean), max_score (a score above it), clean_verdicts",
   'watch.routes.review.fraud':
-    'hold a document whose fraud check is doubtful: not_clean (a verdict that is not clean), max_score (a score above it), clean_verdicts',
-  'watch.review.line_total.tolerance':
-    'how far the sum of the line field may be from the total (default 0.01)',
-  'watch.routes.review.line_total.tolerance':
-    'how far the sum of the line field may be from the total (default 0.01)',
+    "hold a document whose fraud check is doubtful: not_clean (a verdict that is not clean), max_score (a score above it), clean_verdicts",
+  'watch.review.line_total.tolerance': 'how far the sum of the line field may be from the total (default 0.01)',
+  'watch.routes.review.line_total.tolerance': 'how far the sum of the line field may be from the total (default 0.01)',
   'mailboxes.folder': 'the mail folder read for new messages, e.g. INBOX',
-  'mailboxes.folder_id':
-    'the service folder attachments are uploaded to when no rule names one (instead of a template)',
-  'mailboxes.metadata': "text sent with each upload from this mailbox, as a watch's metadata",
+  'mailboxes.folder_id': 'the service folder attachments are uploaded to when no rule names one (instead of a template)',
+  'mailboxes.metadata': 'text sent with each upload from this mailbox, as a watch\'s metadata',
   'mailboxes.rules.from': 'a glob on the sender\'s address, case-insensitive, e.g. "*@supplier.example"',
   'mailboxes.rules.subject': 'a glob on the whole subject, case-insensitive, e.g. "*invoice*"',
-  'mailboxes.rules.folder_id': "the service folder the matching messages' attachments are uploaded to",
+  'mailboxes.rules.folder_id': 'the service folder the matching messages\' attachments are uploaded to',
   'mailboxes.rules.metadata': 'text sent with each upload of the matching messages',
   'mailboxes.attachments': 'which attachments are taken: names, types, sizes, inline images',
   'mailboxes.attachments.exclude': 'globs on the attachment\'s file name that are never taken, e.g. "*.p7s"',
-  'mailboxes.attachments.mime_types':
-    'the MIME types taken ("application/pdf", "image/*"); [] takes every type',
-  'mailboxes.after.flag':
-    'the keyword set on a taken message ("$DocexTaken" needs a server that keeps custom keywords)',
-  'mailboxes.max_message_bytes':
-    'a larger message is not downloaded: it is skipped, with the reason in status',
+  'mailboxes.attachments.mime_types': 'the MIME types taken ("application/pdf", "image/*"); [] takes every type',
+  'mailboxes.after.flag': 'the keyword set on a taken message ("$DocexTaken" needs a server that keeps custom keywords)',
+  'mailboxes.max_message_bytes': 'a larger message is not downloaded: it is skipped, with the reason in status',
   'mailboxes.idle': 'use IMAP IDLE when the server offers it, so new mail is seen at once',
   'mailboxes.formats': 'the result files written for each attachment: json, csv or both',
   'mailboxes.daily_csv': 'with csv: also one row per document in <output>/daily-YYYY-MM-DD.csv',
-  'mailboxes.document_data':
-    "as a watch's document_data: when_needed (from the task's answer when it is complete) or always",
-  'mailboxes.csv_style':
-    'standard, or excel (BOM, ";" between cells, decimal comma unless the template\'s number_locale is US)',
+  'mailboxes.document_data': "as a watch's document_data: when_needed (from the task's answer when it is complete) or always",
+  'mailboxes.csv_style': 'standard, or excel (BOM, ";" between cells, decimal comma unless the template\'s number_locale is US)',
   'reruns.template_id': 'rerun only the documents of this template',
   'reruns.folder_id': 'rerun only the documents of this service folder',
   'reruns.created_from': 'rerun only documents created on or after this day, e.g. 2026-01-01',
   'reruns.created_to': 'rerun only documents created on or before this day, e.g. 2026-01-31',
-  'notify.retry_base_ms':
-    'the first wait before a webhook delivery is tried again; it doubles at each attempt',
+  'notify.retry_base_ms': 'the first wait before a webhook delivery is tried again; it doubles at each attempt',
   'notify.retry_max_ms': 'the longest wait between two attempts of a webhook delivery',
   log_level: 'how much the log says: trace, debug, info, warn or error',
 };
