@@ -47,6 +47,8 @@ export const REFERENCE_MEANINGS: KeyMeanings = {
   'watch.ignore_names':
     'name globs (no "/") skipped at any depth, files and folders: NAS, Windows and office debris by default; [] watches them too',
   'watch.formats': 'the result files written for each document: json, csv or both',
+  'watch.document_data':
+    "when_needed: the task's answer stands for the document's data when it carries every field with a confidence (one request less; the JSON says document_from: task); always: read it for each document",
   'watch.review.fraud':
     "hold a document whose fraud check is doubtful: not_clean (a verdict that is not clean), max_score (a score above it), clean_verdicts",
   'watch.routes.review.fraud':
@@ -68,6 +70,7 @@ export const REFERENCE_MEANINGS: KeyMeanings = {
   'mailboxes.idle': 'use IMAP IDLE when the server offers it, so new mail is seen at once',
   'mailboxes.formats': 'the result files written for each attachment: json, csv or both',
   'mailboxes.daily_csv': 'with csv: also one row per document in <output>/daily-YYYY-MM-DD.csv',
+  'mailboxes.document_data': "as a watch's document_data: when_needed (from the task's answer when it is complete) or always",
   'mailboxes.csv_style': 'standard, or excel (BOM, ";" between cells, decimal comma unless the template\'s number_locale is US)',
   'reruns.template_id': 'rerun only the documents of this template',
   'reruns.folder_id': 'rerun only the documents of this service folder',

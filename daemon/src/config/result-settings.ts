@@ -13,4 +13,11 @@ export const resultSettings = {
   daily_csv: z.boolean().default(true),
   /** excel: BOM, ';' between cells, decimal comma unless the template's number_locale is US. */
   csv_style: z.enum(['standard', 'excel']).default('standard'),
+  /**
+   * when_needed: a task answer that carries all the results need stands for the document's data
+   * (no fetch_document_data; the JSON then says `document_from: "task"`). always: read it for
+   * every document, as before (the JSON's `document` holds General_fields_list and every key the
+   * service sends). docs/decisions.md, "The JSON result from the task's answer".
+   */
+  document_data: z.enum(['when_needed', 'always']).default('when_needed'),
 };

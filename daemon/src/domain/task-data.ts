@@ -1,17 +1,25 @@
 /**
- * When a poll's answer may stand for the document's data (issue #42, docs/decisions.md "Fewer
- * requests per document"): then fetch_document_data is not asked, and the results are the same.
- * Pure.
+ * When a poll's answer may stand for the document's data (issue #42, docs/decisions.md "The JSON
+ * result from the task's answer"): then fetch_document_data is not asked. Pure.
  *
- * The JSON result holds the document's data as read (template_id, General_fields_list, task_id,
- * any other key the service sends), so a watch writing JSON always reads it. A CSV-only watch
- * needs the document id and name, the template (its column order), and each field's value and
- * confidence: the task answer carries them when its upload named the template and each general
- * field reads with a confidence. Only for DONE: a DUPLICATE's fields are another upload's document,
- * whose template may be another.
+ * The results need the document id and name, the template (its layout orders the CSV columns), and
+ * each field's value and confidence: the task answer carries them when its upload named the
+ * template and each general field and line cell reads with a confidence. Only for DONE: a
+ * DUPLICATE's fields are another upload's document, whose template may be another. The CSVs are
+ * then the same as from the document's data; the JSON's `document` holds what the answer told
+ * (no General_fields_list, none of the keys only the document data has), which the JSON says
+ * (`document_from: "task"`). `document_data: always` reads the document for every file, as
+ * before this.
  */
 import { lineItemTable, readFieldValue, type DocumentData, type TaskResult } from '@docex/shared';
 import type { WatchConfig } from '../config/config.ts';
+
+/** What a watch (or mailbox) says about its results. */
+export interface DataSettings {
+  formats: readonly string[];
+  /** when_needed (the default): the task answer may stand for the document's data; always: never. */
+  document_data?: 'when_needed' | 'always';
+}
 import { routeSettings } from '../config/route-settings.ts';
 
 /** The template the file's upload named (its route's, else its watch's), if any. */
@@ -41,10 +49,10 @@ function linesWithConfidences(task: TaskResult): boolean {
 /** The document's data as the task answer tells it, or undefined: fetch_document_data must be asked. */
 export function dataFromTask(
   task: TaskResult | null,
-  formats: readonly string[],
+  settings: DataSettings,
   templateId: number | undefined,
 ): DocumentData | undefined {
-  if (!task || formats.includes('json') || templateId === undefined) return undefined;
+  if (!task || settings.document_data === 'always' || templateId === undefined) return undefined;
   if (task.status !== 'DONE') return undefined;
   if (typeof task.document_id !== 'number' || typeof task.document_name !== 'string') return undefined;
   if (!withConfidences(task.General_fields)) return undefined;

@@ -148,11 +148,16 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
   return outcome;
 }
 
-const extractionOf = (d: DocumentData) => {
+/**
+ * What a rerun may change in a document's reading. `withList: false` for results written from the
+ * task's answer (`document_from: "task"`), which have no General_fields_list: the same reading is
+ * then the same fields, not a list that was never there.
+ */
+const extractionOf = (d: DocumentData, withList = true) => {
   const o = d as Record<string, unknown>;
   return JSON.stringify([
     o.General_fields ?? null,
-    o.General_fields_list ?? null,
+    withList ? (o.General_fields_list ?? null) : null,
     o.Line_fields ?? null,
     o.Fraud_verdict ?? null,
     o.Fraud_score ?? null,
@@ -247,7 +252,8 @@ async function rewriteIfChanged(
   const corrected = (before?.corrections ?? []) as Correction[];
   const reapplied = corrected.length ? reapplyCorrections(data, corrected) : undefined;
   const document = reapplied?.document ?? data;
-  if (before && extractionOf(before.document) === extractionOf(document)) return false;
+  const withList = before?.document_from !== 'task';
+  if (before && extractionOf(before.document, withList) === extractionOf(document, withList)) return false;
   await results.write(watch, document, {
     source: before?.source_file ?? row.path,
     archivedTo: before?.archived_to ?? null,

@@ -33,6 +33,7 @@ function spoolWatches(config: { mailboxes: MailboxConfig[] }): WatchConfig[] {
         formats: m.formats,
         daily_csv: m.daily_csv,
         csv_style: m.csv_style,
+        document_data: m.document_data,
         stable_ms: 0,
         polling: false,
         polling_interval_ms: 1000,

@@ -59,11 +59,15 @@ export interface ResultContext {
   base?: string | undefined;
   /** Values a person corrected on review (outputs/review-decisions.ts): the result JSON lists them. */
   corrections?: unknown[];
+  /** 'task': `data` is the task answer's (domain/task-data.ts), fetch_document_data was not asked. */
+  documentFrom?: 'task';
 }
 
 /** The JSON result as written (what later reads of it, e.g. after a rerun, can rely on). */
 export interface ResultJson {
   document: DocumentData;
+  /** Present when `document` was taken from the task's answer (no General_fields_list, no service-only keys). */
+  document_from?: 'task';
   task: TaskResult | null;
   source_file: string;
   archived_to: string | null;
@@ -163,6 +167,7 @@ export class ResultWriter {
     if (target.formats.includes('json')) {
       const json: ResultJson = {
         document: data,
+        ...(ctx.documentFrom ? { document_from: ctx.documentFrom } : {}),
         task: ctx.task,
         source_file: ctx.source,
         archived_to: ctx.archivedTo,

@@ -147,6 +147,8 @@ export interface ReviewJson {
   outcome: 'processed' | 'duplicate';
   sha256: string | null;
   document: DocumentData;
+  /** `document` is the task answer's (results.ts, ResultJson): so is the result JSON written on approval. */
+  document_from?: 'task';
   task: TaskResult | null;
   /** Values a person corrected (review-decisions.ts); `document` holds them already. */
   corrections?: unknown[];
@@ -202,6 +204,7 @@ export class ReviewQueue {
       outcome: ctx.outcome,
       sha256: ctx.sha256,
       document: data,
+      ...(ctx.documentFrom ? { document_from: ctx.documentFrom } : {}),
       task: ctx.task,
     };
     const path = inside(watch.review_dir, `${baseOf({ ...row, document_id: data.document_id })}.review.json`);
@@ -291,6 +294,7 @@ export class ReviewQueue {
       sourceName: basename(row.path),
       base: row.result_base ?? undefined,
       ...(review.corrections?.length ? { corrections: review.corrections } : {}),
+      ...(review.document_from ? { documentFrom: review.document_from } : {}),
     });
     for (const suffix of ['.json', '.fields.csv', '.lines.csv'])
       await rm(inside(watch.review_dir!, `${base}${suffix}`), { force: true });

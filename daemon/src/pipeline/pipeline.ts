@@ -730,8 +730,9 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (next.kind !== 'write-results') return;
     const { documentId, outcome } = next;
     const watch = this.watches.get(row.watch)!;
-    // A CSV-only watch may find all it writes in the task's answer (domain/task-data.ts).
-    let data = dataFromTask(task, watch.formats, templateSent(watch, row.route));
+    // The task's answer may carry all the results need (domain/task-data.ts): one request less.
+    const fromTask = dataFromTask(task, watch, templateSent(watch, row.route));
+    let data = fromTask;
     try {
       data ??= await client.fetchDocumentData({ document_id: documentId });
     } catch (error) {
@@ -757,6 +758,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         outcome,
         sourceName: basename(row.path),
         message: this.deps.db.mailSourceOf(row.id),
+        ...(fromTask ? { documentFrom: 'task' as const } : {}),
       });
     } catch (error) {
       const blocked = this.apply(current, { kind: 'results-failed', error });

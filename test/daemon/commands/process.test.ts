@@ -430,6 +430,8 @@ describe('operating it', () => {
 describe('the delivery guarantee under kill -9', () => {
   it('killed with four uploads in flight: after a restart every file ends archived, each with one document; at most those four are sent twice', async () => {
     world = await makeWorld({ taskDelayMs: 100 });
+    // Each file alone: four requests in flight are four files (batched, see the group-commit tests).
+    await writeFile(world.configFile, perFile(await readFile(world.configFile, 'utf8')));
     world.emulator.faults.set({ latencyMs: [2500, 2500], operations: ['upload_file'] });
     const names = Array.from({ length: 6 }, (_, i) => `k${i}.txt`);
     for (const name of names) await writeFile(join(world.dir, 'inbox', name), invoice(name));
@@ -582,9 +584,18 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
  */
 const crashNames = Array.from({ length: 8 }, (_, i) => `g${i}.txt`);
 
+/**
+ * Each file alone (`upload.batch_files: 1`), whose bound is api.concurrency files sent twice, unless
+ * `batched`: the default config, files due together in one request, bound api.concurrency x
+ * batch_files (docs/reference/engine.md, "Batched uploads").
+ */
+const perFile = (yaml: string) => yaml.replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }');
+const BOUND = { perFile: 4, batched: 4 * 10 };
+
 /** Drops the files, runs until the crash point kills the daemon, then runs again until all are archived. */
-async function crashThenRestart(point: string) {
+async function crashThenRestart(point: string, batched = false) {
   world = await makeWorld({ taskDelayMs: 100 });
+  if (!batched) await writeFile(world.configFile, perFile(await readFile(world.configFile, 'utf8')));
   for (const name of crashNames) await writeFile(join(world.dir, 'inbox', name), invoice(name));
   const first = runCli(['run', '--config', world.configFile], { DOCEX_SYNC_CRASH_AT: point });
   expect(await first.exited).toBe(-1); // no exit code: killed
@@ -599,11 +610,11 @@ async function crashThenRestart(point: string) {
 }
 
 /** What the guarantee promises whatever the moment of the crash. */
-async function expectEveryFileDeliveredOnce(uploads: Record<string, number>) {
+async function expectEveryFileDeliveredOnce(uploads: Record<string, number>, bound = BOUND.perFile) {
   for (const n of crashNames) expect(uploads[sha(invoice(n))], n).toBeGreaterThanOrEqual(1);
   for (const n of crashNames) expect(uploads[sha(invoice(n))], n).toBeLessThanOrEqual(2);
-  // api.concurrency (4): the most a crash may send twice (docs/reference/results.md, "The re-upload bound").
-  expect(crashNames.filter((n) => uploads[sha(invoice(n))] === 2).length).toBeLessThanOrEqual(4);
+  // The most a crash may send twice (docs/reference/engine.md, "Batched uploads").
+  expect(crashNames.filter((n) => uploads[sha(invoice(n))] === 2).length).toBeLessThanOrEqual(bound);
   const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
   expect(await client.fetchDocuments({})).toHaveLength(crashNames.length); // one document per file
 
@@ -640,6 +651,12 @@ describe('group commit: kill -9 at an exact moment, then a restart', () => {
     // The crash came while files were in flight, not before or after all of them.
     expect([...before.values()].some((s) => s !== 'archived')).toBe(true);
     await expectEveryFileDeliveredOnce(uploads);
+  }, 90_000);
+
+  it('mid-batch at the default config (files sharing upload requests): every file ends archived once', async () => {
+    const { before, uploads } = await crashThenRestart('state-commit@5', true);
+    expect([...before.values()].some((s) => s !== 'archived')).toBe(true);
+    await expectEveryFileDeliveredOnce(uploads, BOUND.batched);
   }, 90_000);
 
   it('after a daily CSV group was fsynced but before its rows committed: one daily row per document', async () => {

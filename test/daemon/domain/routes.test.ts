@@ -51,7 +51,7 @@ async function resultOf(world: World, name: string) {
   const json = files.find((f) => f.startsWith(`${name}.doc-`) && f.endsWith('.json'));
   if (!json) throw new Error(`no result for ${name}: ${files.join(', ')}`);
   return JSON.parse(await readFile(join(world.dir, 'results', json), 'utf8')) as {
-    document: { template_id: number; metadata: string | null };
+    document: { document_id: number; template_id: number };
   };
 }
 
@@ -89,7 +89,12 @@ describe('routing by subfolder', () => {
           setup.other,
           world.templateId,
         ]);
-        expect([a, b, c, top].map((r) => r.document.metadata)).toEqual([
+        // What each upload sent, as the service stored it (the result JSON holds the task's answer, not the metadata).
+        const service = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
+        const stored = await Promise.all(
+          [a, b, c, top].map((r) => service.fetchDocumentData({ document_id: r.document.document_id })),
+        );
+        expect(stored.map((d) => d.metadata)).toEqual([
           '{"supplier":"A"}',
           '{"supplier":"B"}',
           '{"branch":true}',

@@ -126,13 +126,16 @@ describe('refusedWhole', () => {
 
 describe('dataFromTask', () => {
   const fields = { General_fields: { Total: { value: 5, confidence: 0.9 } }, Line_fields: {} };
-  it('only for a CSV-only watch that named its template, a DONE answer with every confidence', () => {
-    expect(dataFromTask(done('a.pdf', fields), ['csv'], 7)).toMatchObject({ document_id: 1, template_id: 7 });
-    expect(dataFromTask(done('a.pdf', fields), ['json', 'csv'], 7)).toBeUndefined();
-    expect(dataFromTask(done('a.pdf', fields), ['csv'], undefined)).toBeUndefined();
-    expect(dataFromTask(done('a.pdf', { ...fields, status: 'DUPLICATE' }), ['csv'], 7)).toBeUndefined();
-    expect(
-      dataFromTask(done('a.pdf', { ...fields, General_fields: { Total: 5 } }), ['csv'], 7),
-    ).toBeUndefined();
+  const json = { formats: ['json', 'csv'] };
+  it('a watch that named its template, a DONE answer with every confidence (more: task-data.test.ts)', () => {
+    expect(dataFromTask(done('a.pdf', fields), { formats: ['csv'] }, 7)).toMatchObject({
+      document_id: 1,
+      template_id: 7,
+    });
+    expect(dataFromTask(done('a.pdf', fields), json, 7)).toMatchObject({ document_id: 1, template_id: 7 });
+    expect(dataFromTask(done('a.pdf', fields), { ...json, document_data: 'always' }, 7)).toBeUndefined();
+    expect(dataFromTask(done('a.pdf', fields), json, undefined)).toBeUndefined();
+    expect(dataFromTask(done('a.pdf', { ...fields, status: 'DUPLICATE' }), json, 7)).toBeUndefined();
+    expect(dataFromTask(done('a.pdf', { ...fields, General_fields: { Total: 5 } }), json, 7)).toBeUndefined();
   });
 });

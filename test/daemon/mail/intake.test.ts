@@ -12,7 +12,8 @@ import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 import { checkMailboxes } from '../../../daemon/src/app/preflight.ts';
 import { healthOf } from '../../../daemon/src/status/read-model.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
-import { syncInProcess, until, type World } from '../helpers.ts';
+import { createNodeClient } from '@docex/shared/node';
+import { SECRET, syncInProcess, until, type World } from '../helpers.ts';
 import { expectSecretsNowhere, jsonResults, mailWorld } from './world.ts';
 
 let dovecot: Dovecot;
@@ -174,7 +175,12 @@ describe('mail intake (real dovecot)', () => {
       30_000,
     );
     expect(result!.message.subject).toBe('Invoice R-1');
-    expect(result!.document.metadata).toBe('{"supplier":"acme"}');
+    // The rule's metadata went with the upload: as the service stored it (the result's document is
+    // the task's answer by default, which does not echo it).
+    const service = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
+    expect((await service.fetchDocumentData({ document_id: result!.document.document_id })).metadata).toBe(
+      '{"supplier":"acme"}',
+    );
     await until(
       'both messages recorded',
       () => intake!.status().messages.skipped === 1 && intake!.status().messages.taken === 1,

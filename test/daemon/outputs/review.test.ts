@@ -26,6 +26,15 @@ afterEach(async () => {
   world = undefined;
 });
 
+/** The watch reads the document's data for every file, as before the task's answer could stand for it. */
+async function readDocumentDataAlways(w: World) {
+  const yaml = await readFile(w.configFile, 'utf8');
+  await writeFile(
+    w.configFile,
+    yaml.replace('    review_dir: ./review\n', '    review_dir: ./review\n    document_data: always\n'),
+  );
+}
+
 describe('the review queue', () => {
   it(
     'each rule holds what breaks it and lets pass what does not; review.json, the CSV and the notification name the rule, field, value and threshold',
@@ -225,6 +234,8 @@ describe('the review queue', () => {
     { timeout: 90_000 },
     async () => {
       world = await reviewWorld();
+      // What it injects is the document's data: read for every file (document_data: always).
+      await readDocumentDataAlways(world);
       const shapes: Record<string, (g: Record<string, { value: unknown; confidence: number }>) => unknown> = {
         objects: (g) => g,
         parallel: (g) => ({
@@ -308,6 +319,8 @@ describe('the review queue with names from the data and hostile data', () => {
     { timeout: 90_000 },
     async () => {
       world = await reviewWorld();
+      // What it injects is the document's data: read for every file (document_data: always).
+      await readDocumentDataAlways(world);
       const base = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
       const evilName = '=HYPERLINK("http://evil.example")\n../../../etc/passwd\u202e';
       const fetchDocumentData: DocexClient['fetchDocumentData'] = async (args) => {

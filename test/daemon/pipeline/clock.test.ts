@@ -53,9 +53,16 @@ describe('a wall-clock step while files are on their way', () => {
   });
 
   it('an hour forward: files waiting for stability are not taken early, and the uploads keep to the rate limit', async () => {
-    world = await makeWorld();
+    // The per-file config (batch_files: 1, document_data: always): an upload, a poll and a data read
+    // per file at least, so the rate limit below is checked under the most requests a file makes.
+    world = await makeWorld({ watchYaml: '    document_data: always' });
     const config = await readFile(world.configFile, 'utf8');
-    await writeFile(world.configFile, config.replace('stable_ms: 200', 'stable_ms: 1500'));
+    await writeFile(
+      world.configFile,
+      config
+        .replace('stable_ms: 200', 'stable_ms: 1500')
+        .replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }'),
+    );
     // As docex-sync run makes it from api.requests_per_second: 4.
     const client = createNodeClient({
       baseUrl: world.emulator.url,

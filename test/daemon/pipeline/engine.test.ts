@@ -284,6 +284,8 @@ describe('local failures are visible', () => {
 describe('scheduling', () => {
   it('uploads go first (priority 1) while fewer than 30 s x requests_per_second tasks wait for results', async () => {
     world = await makeWorld({ apiYaml: 'requests_per_second: 1' }); // 30 tasks
+    // Each file alone (batch_files: 1), so each upload request is weighed against one more task.
+    await editConfig(world, (y) => y.replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }'));
     let n = 0;
     const seen: Array<{ priority: number | undefined; awaiting: number }> = [];
     const fake = {

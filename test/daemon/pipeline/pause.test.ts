@@ -58,12 +58,15 @@ describe('a process stopped and continued', () => {
   it(
     'SIGSTOP past the poll interval, then SIGCONT: finished tasks polled at once, no burst above the rate limit',
     async () => {
-      const w = await makeWorld({ taskDelayMs: 1500 });
+      // The per-file config (batch_files: 1, document_data: always): the counts below are an
+      // upload, polls and a data read per file, the most a file costs.
+      const w = await makeWorld({ taskDelayMs: 1500, watchYaml: '    document_data: always' });
       world = w;
       const yaml = await readFile(w.configFile, 'utf8');
       await writeFile(
         w.configFile,
         yaml
+          .replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }')
           .replace('requests_per_second: 200', `requests_per_second: ${RATE}`)
           .replace(
             'poll: { interval_ms: 50, max_interval_ms: 200 }',
