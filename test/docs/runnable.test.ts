@@ -84,8 +84,8 @@ const REPLACED_LINES: Array<{ line: RegExp; by: string; why: string }> = [
     line: /^docex-sync run --config docex-sync\.yaml$/m,
     by:
       'docex-sync run --config docex-sync.yaml & cp invoice.pdf "$DOCS_DIR/srv/inbox/"; ' +
-      'wait-for-file "$DOCS_DIR/srv/results/*.json"; kill -TERM $!; wait $!',
-    why: 'run does not return: in the background until a dropped file has its result, then SIGTERM (exit 0)',
+      'wait-for-file "$DOCS_DIR/srv/processed/**/invoice*"; kill -TERM $!; wait $!',
+    why: 'run does not return: in the background until a dropped file is done (its result written, then it is archived), then SIGTERM (exit 0)',
   },
 ];
 
@@ -284,10 +284,10 @@ async function startWorld(given: Given): Promise<World> {
   await wrapper('docex', 'cli/src/docex.ts');
   await wrapper('docex-sync', 'daemon/src/commands/docex-sync.ts');
   await writeEditConfig(dir, emulator.url);
-  // A file matching the glob appears within 120 s (exit 0), or it did not (exit 1).
+  // A file matching the glob (** across folders) appears within 120 s (exit 0), or it did not (exit 1).
   await writeFile(
     join(dir, 'bin', 'wait-for-file'),
-    '#!/bin/bash\nfor _ in $(seq 1200); do compgen -G "$1" >/dev/null && exit 0; sleep 0.1; done\nexit 1\n',
+    '#!/bin/bash\nshopt -s globstar\nfor _ in $(seq 1200); do compgen -G "$1" >/dev/null && exit 0; sleep 0.1; done\nexit 1\n',
   );
   await chmod(join(dir, 'bin', 'wait-for-file'), 0o755);
   const client = (key: string) =>
