@@ -5,14 +5,10 @@
  * and move only after every reported document was written; each pull asks again for `overlap_ms`
  * before the cursor, so nothing at the boundary is missed.
  */
-import { changesSince, type ChangeCursor } from '@docex/shared';
+import { changesSince } from '@docex/shared';
 import { ConfigError, type ConfigSlice } from '../config/config.ts';
 import { inside, writeAtomic } from '../common/files.ts';
 import type { PipelineDeps } from '../pipeline/pipeline.ts';
-import { KV } from '../store/state.ts';
-
-const CURSOR = KV.pullCursor;
-const SEEN = KV.pullSeen;
 
 /** What a pull needs: the pipeline's store, client and log, and the config's pull section. */
 export type PullDeps = Pick<PipelineDeps, 'db' | 'client' | 'log' | 'now'> & {
@@ -48,11 +44,7 @@ export async function pullOnce(deps: PullDeps, options: PullOptions = {}) {
 async function pullChanges(deps: PullDeps, { progress }: PullOptions, startedAt: number) {
   const { db, client, config, log } = deps;
   const pull = config.pull!;
-  const stored = db.getValue(CURSOR);
-  const state: ChangeCursor = stored
-    ? { cursor: new Date(Number(stored)).toISOString(), seen: JSON.parse(db.getValue(SEEN) ?? '{}') }
-    : {};
-  const changes = await changesSince(client, state, {
+  const changes = await changesSince(client, db.pullCursor(), {
     now: new Date(startedAt),
     overlapMs: pull.overlap_ms,
     // The first pull reaches back by the overlap from pull.since too.
@@ -69,8 +61,7 @@ async function pullChanges(deps: PullDeps, { progress }: PullOptions, startedAt:
     deps.metrics?.pulls.inc();
     if ((i + 1) % 100 === 0) log.info({ done: i + 1, of: changes.documents.length }, 'pull progress');
   }
-  db.setValue(SEEN, JSON.stringify(changes.next.seen));
-  db.setValue(CURSOR, String(startedAt));
+  db.advancePullCursor(startedAt, changes.next.seen);
   const since = new Date(changes.since);
   log.info(
     { documents: changes.documents.length, listed: changes.listed, vanished: changes.vanished, since },

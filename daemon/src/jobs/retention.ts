@@ -12,7 +12,7 @@
  * - result files: `<result_base or name.doc-ID>.json / .fields.csv / .lines.csv` in output, when
  *   their content names the row's document.
  * A file that fails the check was replaced by someone: it is kept, said once, and never looked at
- * again. Every settled file is recorded in the DB (store/state.ts, table pruned); a dry run
+ * again. Every settled file is recorded in the DB (store/retention.ts, table pruned); a dry run
  * records and deletes nothing. docs/decisions.md, "docex-sync: retention".
  */
 import { createHash } from 'node:crypto';

@@ -14,24 +14,6 @@
  */
 import type Database from 'better-sqlite3';
 
-/** Migration 13 (store/state.ts lists it): the audit table. */
-export const AUDIT_MIGRATION = `CREATE TABLE audit (
-    id INTEGER PRIMARY KEY,
-    at INTEGER NOT NULL,
-    who TEXT NOT NULL,
-    via TEXT NOT NULL,
-    action TEXT NOT NULL,
-    file_id INTEGER,
-    file TEXT NOT NULL,
-    field TEXT,
-    old_value TEXT,
-    new_value TEXT,
-    note TEXT,
-    announced INTEGER NOT NULL DEFAULT 0
-  );
-  CREATE INDEX audit_at ON audit(at);
-  CREATE INDEX audit_unannounced ON audit(id) WHERE announced = 0;`;
-
 /** `rerun`: a rerun kept a person's correction over the service's new reading, or dropped it. */
 export type AuditAction = 'approve' | 'reject' | 'correct' | 'retry' | 'rerun';
 

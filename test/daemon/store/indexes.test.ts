@@ -200,7 +200,7 @@ describe('the files indexes', () => {
     }
   });
 
-  // NO_REPREPARE in store/state.ts: SQLite prepares a statement again at each call whose bound
+  // NO_REPREPARE in store/files.ts: SQLite prepares a statement again at each call whose bound
   // values differ when one may change its plan. Counted with a uprobe on sqlite3Reprepare (perf
   // stat), each of these forms was prepared again at every call and the forms below at none; the
   // test keeps the per-file and per-step queries in the second kind.

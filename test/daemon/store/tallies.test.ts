@@ -142,7 +142,8 @@ describe('the tally of rows at rest', () => {
   });
 
   it('rows are only ever inserted in flight (no trigger counts an insert at rest)', async () => {
-    const store = await readFile(join(import.meta.dirname, '../../../daemon/src/store/state.ts'), 'utf8');
+    // store/files.ts is the only writer of the files table (test/lint/table-writers.test.ts).
+    const store = await readFile(join(import.meta.dirname, '../../../daemon/src/store/files.ts'), 'utf8');
     const inserts = [...store.matchAll(/INSERT INTO files\b/g)];
     expect(inserts).toHaveLength(1);
     expect(store).toMatch(/const INSERT_ROW = `\(\?, \?, \?, \?, \?, \?, 'discovered', /);
