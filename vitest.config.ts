@@ -155,9 +155,10 @@ export default defineConfig({
         },
       },
       {
-        // A real n8n 2.40.7 (installed into the user cache on first run, by the global set-up)
-        // against the emulator. The files run side by side: none shares a port or a folder with
-        // another (free ports, folders of their own, the shared n8n's rules in test/e2e/shared.ts).
+        // A real n8n (N8N_VERSION of test/e2e/n8n-instance.ts, installed into the user cache on
+        // first run by the global set-up) against the emulator. The files run side by side: none
+        // shares a port or a folder with another (free ports, folders of their own, the shared
+        // n8n's rules in test/e2e/shared.ts).
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],

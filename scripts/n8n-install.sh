@@ -7,7 +7,7 @@
 # ~/.cache/docex/n8n-VERSION, so versions never share (or redo) an install.
 set -euo pipefail
 DOCEX_SKIP_DEPS=1 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-version="${1:-${DOCEX_N8N_VERSION:-2.40.7}}"
+version="${1:-${DOCEX_N8N_VERSION:-2.41.1}}"
 # linkedom 0.18.15 needs cssomnom, which the registry lacks. (n8n 2.41.3 does not install from the
 # registry at all: its @n8n/agents 0.26.2 and @n8n/ai-node-sdk 0.31.2 are missing there.)
 overrides='"linkedom": "0.18.12"'

@@ -1,5 +1,5 @@
 /**
- * The node as an AI Agent's tool in a real n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts;
+ * The node as an AI Agent's tool in a real n8n (the run's shared n8n, test/e2e/shared.ts;
  * the workflow runs as the editor's Run button runs it): the agent's chat model is a scripted
  * stand-in (test/e2e/stand-in-model.ts) behind n8n's own OpenAI Chat Model node and credential; the
  * document comes from a file server started here, the service is the emulator.
@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_DESCRIPTIONS } from '../../nodes/Docex/actions/tool.ts';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
+import { N8N_VERSION } from './n8n-instance.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import {
   extractThenAnswer,
@@ -38,7 +39,7 @@ afterAll(async () => {
   await files?.stop();
 });
 
-describe("the package as an AI Agent's tool in a real n8n 2.40.7", () => {
+describe(`the package as an AI Agent's tool in a real n8n ${N8N_VERSION}`, () => {
   it('an AI Agent is offered Extract with its hand-written description and calls it with the link', async () => {
     const fileUrl = `${files.url}/invoices/agent-1.txt`;
     const runData = await n8n

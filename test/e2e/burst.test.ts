@@ -1,6 +1,6 @@
 /**
  * Issue #43: a burst of webhook executions sharing one credential against a service that allows 10
- * requests a second. A real n8n 2.40.7 runs the workflow "Webhook (4 files) -> Extract" (default
+ * requests a second. A real n8n runs the workflow "Webhook (4 files) -> Extract" (default
  * options) 50 times at once against the emulator limited to 10 requests/s (test/e2e/burst.ts says
  * how each figure is counted). Every execution must succeed, leave no document behind that no
  * execution returned, and at most 1 % of the requests may be refused with 429. Throughput is the

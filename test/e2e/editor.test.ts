@@ -1,5 +1,5 @@
 /**
- * The packed package in a running n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts: `n8n start`,
+ * The packed package in a running n8n (the run's shared n8n, test/e2e/shared.ts: `n8n start`,
  * owner set up through its REST API) as a builder meets it: the credential test through the REST
  * call the credential dialog makes, and the editor's node panel driven in Chromium. One n8n and one
  * browser serve every check.

@@ -1,5 +1,5 @@
 /**
- * The workflows of examples/ in a real n8n 2.40.7, imported from the shipped files with only what a
+ * The workflows of examples/ in a real n8n, imported from the shipped files with only what a
  * builder fills in after an import changed (credentials, template, file paths: workflows.ts,
  * `exampleWorkflow`), in the run's shared n8n (test/e2e/shared.ts): those that start by hand run
  * from their manual trigger against the emulator, as the editor's Run button runs them; those that
@@ -12,6 +12,7 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
+import { N8N_VERSION } from './n8n-instance.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import {
   extractThenAnswer,
@@ -76,7 +77,7 @@ const pdf = (lines: string[]) =>
     '',
   ].join('\n');
 
-describe('examples/ in a real n8n 2.40.7', () => {
+describe(`examples/ in a real n8n ${N8N_VERSION}`, () => {
   it('n8n-review-route.json books the sure invoice and sends the others to a person, each with its reasons', async () => {
     const dir = join(n8n.filesDir, 'invoices');
     await mkdir(dir);

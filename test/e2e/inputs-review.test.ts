@@ -1,5 +1,5 @@
 /**
- * Keep the input, Extract from a URL and Route for Review's two outputs in a real n8n 2.40.7
+ * Keep the input, Extract from a URL and Route for Review's two outputs in a real n8n
  * (the run's shared n8n, test/e2e/shared.ts; workflows run as the editor's Run button runs them),
  * against the emulator and a file server started here.
  */
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvoiceTemplate, startFileServer, type FileServer } from './invoices.ts';
 import { CREDENTIAL } from './real-n8n.ts';
+import { N8N_VERSION } from './n8n-instance.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import { link, manualStart, outputOf, templateById } from './workflows.ts';
 
@@ -46,7 +47,7 @@ const docex = (name: string, parameters: Record<string, unknown>, x: number) => 
   position: [x, 0],
   credentials: CREDENTIAL,
 });
-describe('the second round in a real n8n 2.40.7', () => {
+describe(`the second round in a real n8n ${N8N_VERSION}`, () => {
   it('Extract from URLs keeps the input fields and routes the document without a number to "Needs Review"', async () => {
     const runData = await n8n.execute({
       id: 'wfreview00000001',

@@ -1,5 +1,5 @@
 /**
- * The packed package in a real, running n8n 2.40.7 inside a company network: n8n reaches the
+ * The packed package in a real, running n8n inside a company network: n8n reaches the
  * service only through tinyproxy (basic auth) and trusts the service's private CA through
  * NODE_EXTRA_CA_CERTS, the settings docs/n8n.md "Behind a proxy / private CA" tells a builder to set.
  *

@@ -1,5 +1,5 @@
 /**
- * A running n8n 2.40.7 driven through the REST API its editor uses, signed in as the owner: what a
+ * A running n8n driven through the REST API its editor uses, signed in as the owner: what a
  * builder does in the editor (create a credential, import a workflow, Publish, the Run button), in
  * milliseconds where each `n8n import:*` / `n8n execute` command boots a whole n8n (tens of seconds,
  * a minute on a loaded machine).

@@ -1,5 +1,5 @@
 /**
- * The packed n8n-nodes-docex tarball in a real n8n 2.40.7 (the run's shared n8n, test/e2e/shared.ts),
+ * The packed n8n-nodes-docex tarball in a real n8n (the run's shared n8n, test/e2e/shared.ts),
  * its workflows run from their manual trigger as the editor's Run button runs them, against the
  * emulator.
  */
@@ -7,6 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREDENTIAL, type RunData } from './real-n8n.ts';
+import { N8N_VERSION } from './n8n-instance.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 
 let n8n: SharedN8n;
@@ -62,7 +63,7 @@ afterAll(async () => {
   await n8n?.cleanup();
 });
 
-describe('n8n-nodes-docex in a real n8n 2.40.7', () => {
+describe(`n8n-nodes-docex in a real n8n ${N8N_VERSION}`, () => {
   let templateId = 0;
 
   it('creates a folder, a template, fields and an instruction', async () => {

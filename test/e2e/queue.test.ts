@@ -1,5 +1,5 @@
 /**
- * n8n-nodes-docex in n8n 2.40.7 in queue mode, as builders run it at scale: a main instance (editor,
+ * n8n-nodes-docex in n8n in queue mode, as builders run it at scale: a main instance (editor,
  * webhooks, triggers), two `n8n worker` processes that run the executions, Redis and PostgreSQL
  * (Debian's packages, installed by the set-up when missing, on free loopback ports). The packed
  * package is installed into each instance's own user folder; binary data stays in n8n's default mode

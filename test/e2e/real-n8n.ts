@@ -1,5 +1,5 @@
 /**
- * A real n8n 2.40.7 (installed once into the user cache by scripts/n8n-install.sh, from the e2e
+ * A real n8n (installed once into the user cache by scripts/n8n-install.sh, from the e2e
  * global set-up) in a fresh user folder of the test file's own, with the n8n-nodes-docex tarball of
  * the run's one plain `npm pack` (test/e2e/pack.ts) installed the way users install it, and a Docex
  * credential pointing at an emulator started for the test.

@@ -1,5 +1,5 @@
 /**
- * The Document Extraction Trigger inside a real, running n8n 2.40.7 (the run's shared n8n,
+ * The Document Extraction Trigger inside a real, running n8n (the run's shared n8n,
  * test/e2e/shared.ts): the workflow is published, n8n polls on its own schedule (activation, then
  * every minute), and what each execution emitted is read back from n8n's database. This is the path n8n's own cursor staging takes
  * (static data committed with the execution), which the unit tests' PollContext does not run.
