@@ -20,7 +20,7 @@ import type { N8nRest } from './n8n-rest.ts';
 import { prepareN8n, type RealN8n } from './real-n8n.ts';
 import { n8nReady, startN8n, type Service } from './services.ts';
 import { SHARED_N8N_WAIT_MS } from './shared.ts';
-import { outputOf, readAndExtract } from './workflows.ts';
+import { outputOf, readAndExtract, templateFromList } from './workflows.ts';
 
 const MB = 1024 * 1024;
 const BIG_FILE_BYTES = 200 * MB;
@@ -84,7 +84,7 @@ describe('binary data in filesystem mode', () => {
     const pid = server!.process.pid!;
     const before = await memoryOf(pid);
     const started = performance.now();
-    const runData = await rest.execute(readAndExtract('wfbinarybig0001', file, templateId));
+    const runData = await rest.execute(readAndExtract('wfbinarybig0001', file, templateId, templateFromList));
     const seconds = (performance.now() - started) / 1000;
     const after = await memoryOf(pid);
     process.stderr.write(
