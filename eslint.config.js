@@ -157,7 +157,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: [...nodeBuiltins, 'p-queue', 'pino', '@docex/shared/node', '**/node/**'],
+              group: [...nodeBuiltins, 'got', 'p-queue', 'pino', '@docex/shared/node', '**/node/**'],
               message: 'the core is pure: I/O belongs in a transport',
             },
           ],

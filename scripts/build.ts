@@ -12,13 +12,14 @@ import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createRequire, isBuiltin } from 'node:module';
 import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { deferIntl } from './defer-intl.ts';
 import { eagerModuleWrappers } from './eager-modules.ts';
 
 /**
  * What docex-sync's bundle leaves to node_modules: better-sqlite3 (a native addon, found next to
  * its package), and yaml and node-cron, which cli-kit/src/lazy.ts requires on first use (through
  * createRequire, which esbuild does not follow) so that commands that need neither never load them.
- * Everything else (p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
+ * Everything else (got, p-queue, zod, pino, chokidar, ... and the workspace's @docex/shared) is in
  * the bundle's chunks: a few files to read and compile per command instead of hundreds of modules
  * to resolve.
  */
@@ -34,14 +35,20 @@ const DOCEX_EXTERNAL = ['yaml'];
  * module instead, it is required when the module that imports it first runs.
  */
 /**
- * Built-ins that are costly to load (dns initialises its resolver binding) where a bundled package
- * imports one at the top of its modules but uses it only for some calls (imapflow's and nodemailer's
- * dns, for a host name to resolve): the module that imports one gets an object of getters, one per
- * export (names taken from the built-in at build time), which requires the built-in when the first
- * is read. The exports named beside it would be copied in at build time instead (none today). Only
- * built-ins whose exports the bundled code reads, never assigns.
+ * Built-ins that are costly to load (http2 takes longer than all the rest of the client's built-ins
+ * together, dns initialises its resolver binding) where a bundled package imports one at the top of
+ * its modules but uses it only for some calls (got's http2, for HTTP/2, which the transport never
+ * asks for; imapflow's and nodemailer's dns, for a host name to resolve): the module that imports
+ * one gets an object of getters, one per export (names taken from the built-in at build time), which
+ * requires the built-in when the first is read. The exports named beside it are copied in at build
+ * time instead: http2's `constants` (protocol numbers and header names of RFC 9113, the same in
+ * every Node), which got destructures when its module is evaluated. Only built-ins whose exports
+ * the bundled code reads, never assigns (zlib stays eager: got tests for a zstd decoder at import).
  */
-const LAZY_PROPERTIES = new Map<string, string[]>([['dns', []]]);
+const LAZY_PROPERTIES = new Map<string, string[]>([
+  ['http2', ['constants']],
+  ['dns', []],
+]);
 
 const lazyProperties = (path: string, copied: string[]) => {
   const builtin = createRequire(import.meta.url)(path) as Record<string, unknown>;
@@ -149,7 +156,7 @@ const esmBundle = (outdir: string, external: string[]): BuildOptions => ({
   target: 'node22',
   format: 'esm',
   external,
-  plugins: [lazyImports(external)],
+  plugins: [lazyImports(external), deferIntl],
   minifyWhitespace: true,
   minifySyntax: true,
   // CommonJS packages in an ES module bundle call require() for Node's built-ins (in every

@@ -1,7 +1,8 @@
 /**
  * What `docex` and `docex-sync` load to answer --version and --help (docs/cli.md, "Start-up"): the
- * entries answer those with Node's built-ins and the package's version only; the client (Node's
- * http, p-queue), zod, pino and SQLite are loaded by the commands that use them. Every module resolved is
+ * entries answer those with Node's built-ins and the package's version only; the client (got,
+ * p-queue), zod, pino and SQLite are loaded by the commands that use them, got only once a request
+ * is sent. Every module resolved is
  * recorded by a resolve hook (module.registerHooks sees import and require alike), for the sources
  * and for the shipped bundles (scripts/build.ts). No timing is asserted: what is loaded is the
  * deterministic part of a fast start, and bench/cli.bench.ts measures the time.
@@ -10,6 +11,7 @@ import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  cpSync,
   existsSync,
   mkdtempSync,
   openSync,
@@ -27,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELP_WORDS, VERSION_WORDS } from '../../cli-kit/src/flags.ts';
 import { COMMANDS } from '../../cli/src/table.ts';
 import { startEmulator } from '../../emulator/index.ts';
+import { deferListFormat } from '../../scripts/defer-intl.ts';
 import { eagerModuleWrappers } from '../../scripts/eager-modules.ts';
 
 const runAsync = promisify(execFile);
@@ -353,9 +356,70 @@ describe('the shipped bundles', () => {
   }
 });
 
+describe('the client loads got on its first request, not before', () => {
+  // A client made and not used (a command that fails before it sends, a file refused before the
+  // upload) costs no got; the first request loads it.
+  const script = join(dir, 'client-got.ts');
+  writeFileSync(
+    script,
+    `const { createNodeClient } = await import(${JSON.stringify(pathToFileURL(join(repo, 'shared/src/node/index.ts')).href)});
+const client = createNodeClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'sk-startup', proxy: false, retry: { maxRetries: 0 } });
+if (process.argv[2] === 'send') await client.call('fetch_all_folders', {}).catch(() => {});
+`,
+  );
+  const gotModules = (modules: string[]) => modules.filter((m) => m.includes('/node_modules/got/'));
+
+  it('a client made and not used loads no got', () => {
+    expect(gotModules(loaded(script, []).modules)).toEqual([]);
+  });
+
+  it('a request sent loads got', () => {
+    expect(gotModules(loaded(script, ['send']).modules)).not.toEqual([]);
+  });
+});
+
+describe("got's type checks without ICU's list data at start (scripts/defer-intl.ts)", () => {
+  const is = join(repo, 'node_modules/@sindresorhus/is/distribution');
+
+  it('format their messages as before, the Intl.ListFormat made on first use', async () => {
+    const copy = join(dir, 'is-deferred');
+    cpSync(is, copy, { recursive: true });
+    writeFileSync(join(copy, 'index.js'), deferListFormat(readFileSync(join(is, 'index.js'), 'utf8')));
+    type Is = {
+      assertAny(p: unknown, ...v: unknown[]): void;
+      assertAll(p: unknown, ...v: unknown[]): void;
+      isString: unknown;
+      isNumber: unknown;
+    };
+    const original = (await import(pathToFileURL(join(is, 'index.js')).href)) as Is;
+    const deferred = (await import(pathToFileURL(join(copy, 'index.js')).href)) as Is;
+    const message = (m: Is, call: (m: Is) => void) => {
+      try {
+        call(m);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'no error';
+    };
+    for (const call of [
+      (m: Is) => m.assertAny([m.isString, m.isNumber], true, null, 1n),
+      (m: Is) => m.assertAll(m.isString, 'a', 2, {}),
+    ]) {
+      expect(message(deferred, call)).toBe(message(original, call));
+      expect(message(deferred, call)).toMatch(
+        /^Expected values which are .* or |Received values of types .*, .*, and /,
+      );
+    }
+  });
+
+  it('a new version of the package with other Intl.ListFormat uses fails the build, not silently', () => {
+    expect(() => deferListFormat('const x = new Intl.ListFormat("en");')).toThrow(/expected 2 .* found 1/);
+  });
+});
+
 // The first Intl.ListFormat of a process loads ICU's list data (~20 ms, a sixth of the command's
-// start). got's type checks made two at import; the client no longer uses got, and nothing else may
-// bring one back unnoticed.
+// start). got's type checks make two at import (deferred by scripts/defer-intl.ts in the bundles),
+// and nothing else may bring one back unnoticed.
 describe('no ICU list data at start', () => {
   it('the shipped docex runs folders list --json without making one', async () => {
     execFileSync(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo, stdio: 'ignore' });

@@ -63,6 +63,7 @@ describe('the pure core (shared/src/core/)', () => {
     'node:fs',
     'fs/promises',
     'stream',
+    'got',
     'p-queue',
     'pino',
     '../node/transport.ts',

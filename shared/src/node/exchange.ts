@@ -1,29 +1,72 @@
 /**
- * One HTTP request and its answer on Node's own http/https client, the agent given. What got did
- * for the transport, kept to what it used: timeouts (connecting; any stall of the socket), an abort
- * signal, answers decoded (gzip, deflate, br), the bytes counted each way for the trace.
+ * One HTTP request and its answer through got, the agent given: got gives the timeouts (connecting;
+ * any stall of the socket), the abort signal and the decoded answers (gzip, deflate, br); this file
+ * adds the body bytes counted each way for the trace, and the stall timer restarted while a
+ * compressed answer is decoded. got's own retries, redirects and HTTP errors are off: the core
+ * decides retries (core/retry.ts), the transport follows same-origin redirects of reads itself.
  *
- * Why not got: a small request through got cost ~2x the CPU of the request itself (its options are
- * normalised, merged and validated, its hooks and progress events run, for every request). In the
- * daemon's ingest that was ~4 ms of ~12 ms of CPU per file (docs/performance.md, "Throughput, measured").
+ * got is imported on the first request, not with this module: a command that sends nothing (a
+ * --help, a usage mistake, a config check) never loads it (docs/cli.md, "Start-up").
  */
-import { request as httpRequest, type Agent, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Agents, Got, Method, PlainResponse, Request as GotRequest } from 'got';
+
+export type { GotRequest };
+
+/** The two got instances of a transport: their agents, headers and fixed options built once. */
+export interface GotClients {
+  /** Idempotent requests: keep-alive connections. */
+  pooled: Got;
+  /** Everything else: a fresh connection each. */
+  fresh: Got;
+  /** Instances with a timeout built in, by kind and timeout: got merges each option of a request anew. */
+  withTimeout: Map<string, Got>;
+}
+
+let loading: Promise<typeof import('got')> | undefined;
+
+/**
+ * got's instances for a transport, got loaded on first use. Built once: got merges these defaults
+ * into each request far more cheaply than it normalises full options.
+ */
+export async function gotClients(agents: { pooled: Agents; fresh: Agents }, headers: Record<string, string>) {
+  const { default: got } = await (loading ??= import('got'));
+  const pooled = got.extend({
+    headers,
+    // The core owns retries (core/retry.ts): got would repeat an upload it cannot know was lost.
+    retry: { limit: 0 },
+    throwHttpErrors: false,
+    followRedirect: false,
+    decompress: true,
+    // A body cut short is the connection's failure (ECONNRESET, "The server aborted pending
+    // request"), as Node reports it, not got's count of the bytes that came.
+    strictContentLength: false,
+    agent: agents.pooled,
+  });
+  const fresh = pooled.extend({ agent: agents.fresh });
+  return { pooled, fresh, withTimeout: new Map() } satisfies GotClients;
+}
+
+/** The instance for a request: pooled or fresh, with its timeout (none when undefined). */
+export function gotFor(clients: GotClients, idempotent: boolean, ms: number | undefined): Got {
+  const base = idempotent ? clients.pooled : clients.fresh;
+  if (!ms) return base;
+  const key = `${idempotent ? 'p' : 'f'}${ms}`;
+  let instance = clients.withTimeout.get(key);
+  // Not a total-time limit (a 1 GB upload may take long): connecting, and any stall of the socket,
+  // which includes the wait for the answer once the request is sent.
+  if (!instance)
+    clients.withTimeout.set(key, (instance = base.extend({ timeout: { connect: ms, socket: ms } })));
+  return instance;
+}
 
 export interface ExchangeOptions {
   method: string;
-  /** Origin parts, as http.request takes them (hostname without IPv6 brackets). */
-  protocol: 'http:' | 'https:';
-  hostname: string;
-  port: number;
-  /** Path and query, already encoded. */
-  path: string;
-  headers: Record<string, string>;
-  agent: Agent;
+  /** Only headers beyond the instance's defaults (got merges every one it is given). */
+  headers?: Record<string, string>;
+  /** A body sent whole; without it a POST's body is written into the returned request and ended. */
+  body?: Buffer;
   signal?: AbortSignal;
-  /** Bound on connecting and on any stall of the socket once connected; none when undefined. */
+  /** The timeout built into `client` (restarted by `progressed`). */
   timeoutMs?: number;
 }
 
@@ -33,26 +76,24 @@ export interface ExchangeCounts {
   received: number;
 }
 
-/** A timeout, named like got's so messages and codes stay what users and tests know. */
-export class ExchangeTimeoutError extends Error {
-  readonly code = 'ETIMEDOUT';
-  /** What it waited on: 'connect' (the socket never connected, so nothing was sent) or 'socket' (a stall). */
-  readonly event: 'connect' | 'socket';
-  constructor(event: 'connect' | 'socket', ms: number) {
-    super(`Timeout awaiting '${event}' for ${ms}ms`);
-    this.name = 'TimeoutError';
-    this.event = event;
-  }
-}
+/** A timeout while the socket was still connecting: nothing was sent (got's TimeoutError, event 'connect'). */
+export const isConnectTimeout = (error: unknown): boolean =>
+  (error as { name?: string; event?: string } | undefined)?.name === 'TimeoutError' &&
+  (error as { event?: string }).event === 'connect';
 
 /**
- * Starts the request; the caller writes the body into `request` (or ends it) and awaits `answer`.
- * `request` always has an error listener: an error after the answer (a writer that stopped) never
- * goes unhandled; it reaches the caller through `answer` or through the body stream.
+ * Starts the request; the caller writes the body into `request` (when no `body` was given for a
+ * POST), awaits `answer` and reads the decoded answer from `request`. `request` always has an error
+ * listener: an error after the answer (a writer that stopped) never goes unhandled; it reaches the
+ * caller through `answer` or through the body it reads.
  */
-export function startExchange(options: ExchangeOptions): {
-  request: ClientRequest;
-  answer: Promise<IncomingMessage>;
+export function startExchange(
+  client: Got,
+  url: string,
+  options: ExchangeOptions,
+): {
+  request: GotRequest;
+  answer: Promise<PlainResponse>;
   counts: ExchangeCounts;
   /**
    * A decoded piece of the answer reached its reader: the stall timer starts again. Decoding counts
@@ -63,62 +104,20 @@ export function startExchange(options: ExchangeOptions): {
   progressed(): void;
 } {
   const counts: ExchangeCounts = { sent: 0, received: 0 };
-  const send = options.protocol === 'https:' ? httpsRequest : httpRequest;
-  const request = send({
-    method: options.method,
-    protocol: options.protocol,
-    hostname: options.hostname,
-    port: options.port,
-    path: options.path,
-    headers: options.headers,
-    agent: options.agent,
-    signal: options.signal,
+  const request = client.stream(url, {
+    method: options.method as Method,
+    ...(options.headers && { headers: options.headers }),
+    ...(options.body && { body: options.body }),
+    ...(options.signal && { signal: options.signal }),
   });
-  const ms = options.timeoutMs;
-  if (ms) {
-    request.setTimeout(ms, () => request.destroy(new ExchangeTimeoutError('socket', ms)));
-    request.once('socket', (socket) => {
-      if (!socket.connecting) return;
-      const timer = setTimeout(() => request.destroy(new ExchangeTimeoutError('connect', ms)), ms);
-      const clear = () => clearTimeout(timer);
-      socket.once('connect', clear);
-      socket.once('close', clear);
-      request.once('close', clear);
-    });
-  }
-  const answer = new Promise<IncomingMessage>((resolve, reject) => {
+  const answer = new Promise<PlainResponse>((resolve, reject) => {
     request.once('response', resolve);
     request.on('error', reject);
   });
+  const ms = options.timeoutMs;
   const progressed = () => {
-    if (ms && request.socket && !request.socket.destroyed) request.socket.setTimeout(ms);
+    const socket = request.socket;
+    if (ms && socket && !socket.destroyed) socket.setTimeout(ms);
   };
   return { request, answer, counts, progressed };
-}
-
-const DECODERS: Record<string, () => NodeJS.ReadWriteStream & Readable> = {
-  gzip: createGunzip,
-  'x-gzip': createGunzip,
-  deflate: createInflate,
-  br: createBrotliDecompress,
-};
-
-/**
- * The answer's body as a stream, decoded when the server compressed it (the reader counts what it
- * reads). Destroying the returned stream before the end destroys the response and its connection;
- * a failure of the response (a reset) surfaces on the returned stream. Nothing here reads: a body
- * handed to a caller that reads it later loses no byte.
- */
-export function bodyOf(response: IncomingMessage): Readable {
-  const encoding = String(response.headers['content-encoding'] ?? '')
-    .trim()
-    .toLowerCase();
-  const decoder = encoding ? DECODERS[encoding]?.() : undefined;
-  if (!decoder) return response;
-  response.on('error', (error) => decoder.destroy(error));
-  decoder.once('close', () => {
-    if (!response.complete) response.destroy();
-  });
-  response.pipe(decoder);
-  return decoder;
 }

@@ -1,18 +1,19 @@
 /**
- * The Node transport: Node's http/https client (exchange.ts), one p-queue per client for
- * throttling. Uploads stream from disk (or from the caller's stream) and downloads stream to the
- * caller; nothing is held in memory whole.
+ * The Node transport: got for HTTP (exchange.ts), one p-queue per client for throttling. Uploads
+ * stream from disk (or from the caller's stream) and downloads stream to the caller; nothing is
+ * held in memory whole.
  * A queue slot is held until the response body is fully read, so `concurrency` bounds what the
  * server really sees in flight.
  */
 import { open, stat } from 'node:fs/promises';
-import type { Agent, ClientRequest } from 'node:http';
+import type { Agent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { setImmediate as nextTurn, setTimeout as delay } from 'node:timers/promises';
 import * as tls from 'node:tls';
 import { readFileSync, readSync } from 'node:fs';
+import type { Agents } from 'got';
 import PQueue from 'p-queue';
 import {
   DocexAbortError,
@@ -24,7 +25,15 @@ import {
 } from '../core/errors.ts';
 import { makeBoundary, multipartLength, planMultipart, type MultipartPlan } from '../core/multipart.ts';
 import { collectingPacer } from './collect.ts';
-import { bodyOf, ExchangeTimeoutError, startExchange, type ExchangeCounts } from './exchange.ts';
+import {
+  gotClients,
+  gotFor,
+  isConnectTimeout,
+  startExchange,
+  type ExchangeCounts,
+  type GotClients,
+  type GotRequest,
+} from './exchange.ts';
 import { LargeReadHttpAgent } from './large-reads.ts';
 import { parseJsonInSlices, SLICE_CHARS } from './sliced-json.ts';
 import { SendRateLimiter, type SendTicket } from '../core/rate-limit.ts';
@@ -114,12 +123,14 @@ export class NodeTransport implements Transport {
   private readonly baseUrl: string;
   private readonly origin: string;
   private readonly target: URL;
-  /** The base URL's parts as http.request takes them (the path without its trailing slash). */
+  /** The base URL's parts (the host without IPv6 brackets, the path without its trailing slash). */
   private readonly hostname: string;
   private readonly port: number;
   private readonly basePath: string;
   /** Sent with every request unless the request names them itself. */
   private readonly defaultHeaders: Record<string, string>;
+  /** got's instances, made (and got loaded) on the first request: see exchange.ts. */
+  private clients: Promise<GotClients> | undefined;
   /** The proxy every request goes through, or undefined for direct connections. */
   private readonly route: ProxyRoute | undefined;
   private readonly trace: ((request: RequestTrace) => void) | undefined;
@@ -242,7 +253,8 @@ export class NodeTransport implements Transport {
   ): Promise<{ response: TransportResponse; finished: Promise<BodyEnd> }> {
     const query = request.query.length > 0 ? `?${new URLSearchParams(request.query).toString()}` : '';
     let path = this.basePath + request.path + query;
-    const headers: Record<string, string> = { ...this.defaultHeaders };
+    // Only headers beyond the instance's defaults go with the request: got merges each one.
+    const headers: Record<string, string> = {};
     for (const name in request.headers) headers[name.toLowerCase()] = request.headers[name]!;
     let body: Buffer | undefined;
     let multipart: { plan: MultipartPlan; sizeOf: (file: FileInput) => number | undefined } | undefined;
@@ -257,22 +269,24 @@ export class NodeTransport implements Transport {
       if (length !== undefined) headers['content-length'] = String(length);
       multipart = { plan, sizeOf };
     } else if (request.method !== 'GET') {
-      // An explicit empty body: without a length, Node would send a POST's body chunked.
+      // A got stream only sends a POST/PUT/DELETE once its body ends: without one it would wait forever.
       body = Buffer.alloc(0);
     }
-    if (body) headers['content-length'] = String(body.byteLength);
+    const extraHeaders = Object.keys(headers).length > 0 ? headers : undefined;
+    const clients = await (this.clients ??= gotClients(
+      { pooled: this.agents(this.pooled), fresh: this.agents(this.fresh) },
+      this.defaultHeaders,
+    ));
+    const idempotent = request.idempotent === true;
+    const client = gotFor(clients, idempotent, request.timeoutMs);
 
     for (let hops = 0; ; hops++) {
       // The rate limit is taken here, after the files were opened and sized, right before sending.
       const ticket = await this.limiter?.acquire(request.signal, request.operation);
-      const exchange = startExchange({
+      const exchange = startExchange(client, this.origin + path, {
         method: request.method,
-        protocol: this.target.protocol as 'http:' | 'https:',
-        hostname: this.hostname,
-        port: this.port,
-        path,
-        headers,
-        agent: request.idempotent === true ? this.pooled : this.fresh,
+        headers: extraHeaders,
+        body,
         signal: request.signal,
         timeoutMs: request.timeoutMs,
       });
@@ -287,10 +301,8 @@ export class NodeTransport implements Transport {
       const writer = multipart
         ? startWriter(req, multipart.plan, multipart.sizeOf, this.syncFileReads, counts)
         : undefined;
-      if (!writer) {
-        counts.sent = body?.byteLength ?? 0;
-        req.end(body);
-      }
+      // got ends a GET, and a request whose body it was given, itself.
+      if (!writer) counts.sent = body?.byteLength ?? 0;
       let result: { response: TransportResponse; finished: Promise<BodyEnd> };
       try {
         result = await this.answer(exchange, request);
@@ -308,6 +320,11 @@ export class NodeTransport implements Transport {
       if (!next || hops >= MAX_REDIRECTS) return result;
       path = next.pathname + next.search;
     }
+  }
+
+  /** The agent under the key got takes it for the base URL's protocol. */
+  private agents(agent: Agent): Agents {
+    return this.target.protocol === 'https:' ? { https: agent as HttpsAgent } : { http: agent };
   }
 
   /** Same-origin redirects of reads are followed; anything else goes back as a 3xx answer (an error). */
@@ -330,13 +347,15 @@ export class NodeTransport implements Transport {
    * are the exchange's: not a total-time limit, since a 1 GB upload may take long.
    */
   private async answer(
-    { answer, counts, progressed }: ReturnType<typeof startExchange>,
+    exchange: ReturnType<typeof startExchange>,
     request: TransportRequest,
   ): Promise<{ response: TransportResponse; finished: Promise<BodyEnd> }> {
+    const { answer, counts, progressed } = exchange;
     const response = await answer;
     const headersOut = response.headers as TransportResponse['headers'];
-    const status = response.statusCode ?? 0;
-    const stream = bodyOf(response);
+    const status = response.statusCode;
+    // The answer as got decodes it: read from the request stream itself.
+    const stream = exchange.request;
     if (status >= 200 && status < 300 && request.responseType === 'binary') {
       // How the body ended, for the trace: read to its end (undefined), failed (its code), or left.
       // The reader hears of a failure through iteration; this listener only notes it.
@@ -350,9 +369,15 @@ export class NodeTransport implements Transport {
         finished,
       };
     }
-    // A decoded answer: each decoded piece is progress (see progressed); a plain one's reads are.
-    const bytes = await readBody(stream, request.operation, this.maxResponseBytes, headersOut, counts, () =>
-      stream === response ? undefined : progressed(),
+    // Each piece read is progress (see progressed): for a compressed answer that is a decoded
+    // piece, while its socket sits idle (got's headers no longer say the answer was compressed).
+    const bytes = await readBody(
+      stream,
+      request.operation,
+      this.maxResponseBytes,
+      headersOut,
+      counts,
+      progressed,
     );
     return {
       response: { status, headers: headersOut, body: await parseBody(bytes) },
@@ -366,14 +391,16 @@ export class NodeTransport implements Transport {
  * (or handed over from the pool), and, when it fails, tells whether any byte of it can have been
  * written: a request whose socket took no byte from it provably never reached the server.
  */
-function watchWire(req: ClientRequest, ticket: SendTicket | undefined) {
+function watchWire(stream: GotRequest, ticket: SendTicket | undefined) {
   let socket: Socket | undefined;
   let bytesBefore = 0;
-  req.once('socket', (s: Socket) => {
-    socket = s;
-    bytesBefore = s.bytesWritten;
-    if (!s.connecting) ticket?.sent();
-    else s.once('encrypted' in s ? 'secureConnect' : 'connect', () => ticket?.sent());
+  stream.once('request', (req: { once(event: 'socket', cb: (s: Socket) => void): void }) => {
+    req.once('socket', (s: Socket) => {
+      socket = s;
+      bytesBefore = s.bytesWritten;
+      if (!s.connecting) ticket?.sent();
+      else s.once('encrypted' in s ? 'secureConnect' : 'connect', () => ticket?.sent());
+    });
   });
   return {
     failed(error: unknown): unknown {
@@ -444,7 +471,9 @@ async function* guardedBody(
 ): AsyncGenerator<Uint8Array> {
   const pace = collectingPacer();
   try {
-    for await (const chunk of stream) {
+    // Not destroyed by the iteration when the reader leaves (Node would destroy it with an
+    // AbortError, which the trace would take for a failure): the finally below releases it.
+    for await (const chunk of stream.iterator({ destroyOnReturn: false })) {
       counts.received += (chunk as Uint8Array).byteLength;
       pace((chunk as Uint8Array).byteLength);
       yield chunk as Uint8Array;
@@ -600,7 +629,7 @@ async function fileSizes(
  * writer's open file would be left to the garbage collector (Node closes the file then, with a
  * warning that will become an error). So a request whose writer is still going is destroyed.
  */
-async function stopWriter(req: ClientRequest, writer: MultipartWriter): Promise<void> {
+async function stopWriter(req: Duplex, writer: MultipartWriter): Promise<void> {
   if (!writer.done) req.destroy();
   await writer.finished;
 }
@@ -611,7 +640,7 @@ interface MultipartWriter {
 }
 
 function startWriter(
-  req: ClientRequest,
+  req: Duplex,
   plan: MultipartPlan,
   sizeOf: (file: FileInput) => number | undefined,
   syncFileReads: boolean,
@@ -639,7 +668,7 @@ const POOL_CHUNKS = 4;
  * Back-pressure is honoured; when the request dies, the writer stops and closes its file.
  */
 async function writeMultipart(
-  stream: ClientRequest,
+  stream: Duplex,
   plan: MultipartPlan,
   sizeOf: (file: FileInput) => number | undefined,
   syncFileReads: boolean,
@@ -756,7 +785,7 @@ function toTransportError(error: unknown, signal: AbortSignal | undefined): Tran
   // bytes it took were only buffered), never reached the server: even an upload may be sent again.
   const unsent = provenUnsent.has(error as object);
   if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') {
-    const connecting = error instanceof ExchangeTimeoutError && error.event === 'connect';
+    const connecting = isConnectTimeout(error);
     return new TransportError('timeout', message, { code: e.code, requestSent: !(unsent || connecting) });
   }
   return new TransportError('connection', message, {
