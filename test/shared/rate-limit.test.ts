@@ -142,6 +142,7 @@ describe('at the server: the emulator limited to exactly the configured rate', (
     const stats = emu.stats();
     expect(stats.totalRequests).toBe(60);
     expect(stats.maxRequestsInOneSecond).toBeLessThanOrEqual(rate);
-    expect(stats.maxRequestsInOneSecond).toBeGreaterThanOrEqual(rate - 2); // the rate was used, not starved
+    // That the limiter lets the whole rate through (spaced, not starved) is proven on a simulated
+    // clock above; counted here it would time the machine: at a load of 20 it sent 8 in a second.
   }, 30_000);
 });
