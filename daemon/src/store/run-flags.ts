@@ -39,14 +39,8 @@ export class RunFlags {
 
   /** Since when, and why, the service has been unreachable (undefined: it answers). */
   serviceUnreachable(): { since: number; reason: string } | undefined {
-    const value = this.kv.get(KV.unreachable);
-    if (!value) return undefined;
-    try {
-      const parsed = JSON.parse(value) as { since: number; reason: string };
-      return { since: Number(parsed.since), reason: String(parsed.reason) };
-    } catch {
-      return { since: 0, reason: value };
-    }
+    const dated = readDated(this.kv.get(KV.unreachable), 'since', 'reason');
+    return dated && { since: dated.at, reason: dated.words };
   }
   markServiceUnreachable(since: number, reason: string) {
     this.kv.set(KV.unreachable, JSON.stringify({ since, reason }));
@@ -57,14 +51,8 @@ export class RunFlags {
 
   /** When and why the service last refused the API key, if no run's key check has passed since. */
   keyRefusal(): { at: number; message: string } | undefined {
-    const value = this.kv.get(KV.keyRefused);
-    if (!value) return undefined;
-    try {
-      const parsed = JSON.parse(value) as { at: number; message: string };
-      return { at: Number(parsed.at), message: String(parsed.message) };
-    } catch {
-      return { at: 0, message: value };
-    }
+    const dated = readDated(this.kv.get(KV.keyRefused), 'at', 'message');
+    return dated && { at: dated.at, message: dated.words };
   }
   markKeyRefused(at: number, message: string) {
     this.kv.set(KV.keyRefused, JSON.stringify({ at, message }));
@@ -122,5 +110,19 @@ export class RunFlags {
   advancePullCursor(startedAt: number, seen: ChangeCursor['seen']) {
     this.kv.set(KV.pullSeen, JSON.stringify(seen));
     this.kv.set(KV.pullCursor, String(startedAt));
+  }
+}
+
+/**
+ * A moment and its words, as a flag keeps them (JSON, under the names given); a value that is not
+ * JSON (written by an older run) is all words, at 0.
+ */
+function readDated(value: string | undefined, atName: string, wordsName: string) {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(value) as Record<string, unknown>;
+    return { at: Number(parsed[atName]), words: String(parsed[wordsName]) };
+  } catch {
+    return { at: 0, words: value };
   }
 }
