@@ -136,7 +136,7 @@ const cases = {
     const peak = rssPeak();
     const t0 = performance.now();
     const { running, lines } = await startSync(dir, tree);
-    const recorded = running.db.counts().discovered;
+    const recorded = running.db.fileCounts.counts().discovered;
     const seconds = (performance.now() - t0) / 1000;
     const peakRssMb = peak();
     if (recorded !== FILES) throw new Error(`recorded ${recorded} of ${FILES}`);
@@ -219,7 +219,7 @@ const cases = {
     // Recorded by a start-up scan (real size, mtime and inode), then brought to rest as processing
     // would: archived, kept in place.
     const first = await startSync(dir, tree, keep);
-    if (first.running.db.counts().discovered !== FILES) throw new Error('not every file recorded');
+    if (first.running.db.fileCounts.counts().discovered !== FILES) throw new Error('not every file recorded');
     await first.running.stop();
     const { StateDb } = await import('../daemon/src/store/state.ts');
     const db = new StateDb(join(dir, 'state', 'sync.db'));
@@ -232,12 +232,12 @@ const cases = {
     // debug: the rescan's line says whether it read every folder (at info only when it found files).
     const { running, lines } = await startSync(dir, tree, keep, 'debug');
     const seconds = (performance.now() - t0) / 1000;
-    const counts = running.db.counts();
+    const counts = running.db.fileCounts.counts();
     if (counts.archived !== FILES || counts.discovered !== 0)
       throw new Error(`kept files taken as new: ${JSON.stringify(counts)}`);
     await delay(SETTLE_S * 1000);
     const idle = await idleCpu();
-    if (running.db.counts().discovered !== 0) throw new Error('a rescan took a kept file as new');
+    if (running.db.fileCounts.counts().discovered !== 0) throw new Error('a rescan took a kept file as new');
     // What the rescan that reads every folder (once per full_rescan_interval_ms) costs: the end of
     // a disk-full pause asks every watch for one.
     const fullLines = () =>

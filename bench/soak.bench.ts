@@ -72,7 +72,7 @@ async function child(configFile: string) {
   const send = (m: FromChild) => void (process.connected && process.send!(m));
   const sample = () => {
     const memory = process.memoryUsage();
-    const counts = running.db.counts();
+    const counts = running.db.fileCounts.counts();
     const rollup = smapsRollup();
     send({
       kind: 'sample',

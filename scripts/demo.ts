@@ -70,12 +70,13 @@ try {
   const daemon = await startDaemon(loadConfig(config), syncClient, log);
   const started = Date.now();
   while (!(
-    daemon.pipeline.idle() && daemon.db.counts().archived + daemon.db.counts().failed >= dropped.length
+    daemon.pipeline.idle() &&
+    daemon.db.fileCounts.counts().archived + daemon.db.fileCounts.counts().failed >= dropped.length
   )) {
     if (Date.now() - started > 60_000) throw new Error('the demo did not finish within 60 s');
     await delay(100);
   }
-  const counts = daemon.db.counts();
+  const counts = daemon.db.fileCounts.counts();
   await daemon.stop();
 
   console.log(

@@ -213,7 +213,7 @@ async function failSomeFiles(configFile: string, client: ReturnType<typeof creat
   const daemon = await startDaemon(config, client, createLogger('silent'));
   try {
     // Readiness: the daemon's own count of failed files (each failure is recorded before it is counted).
-    await vi.waitFor(() => expect(daemon.db.counts().failed).toBe(names.length), {
+    await vi.waitFor(() => expect(daemon.db.fileCounts.counts().failed).toBe(names.length), {
       timeout: 60_000,
       interval: 50,
     });

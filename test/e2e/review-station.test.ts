@@ -120,8 +120,9 @@ describe('the review station in Chromium', () => {
     );
     const daemon = await world.start();
     const port = (daemon.http!.address() as AddressInfo).port;
-    await until('four held', () => daemon.db.counts().review === 4, 60_000);
-    const idOf = (name: string) => daemon.db.inReview(100).find((r) => r.path.endsWith(`/${name}`))!.id;
+    await until('four held', () => daemon.db.fileCounts.counts().review === 4, 60_000);
+    const idOf = (name: string) =>
+      daemon.db.fileCounts.inReview(100).find((r) => r.path.endsWith(`/${name}`))!.id;
     const [pdfId, wrongId, cleanId, riskyId] = ['invoice.pdf', 'wrong.txt', 'clean.txt', 'risky.txt'].map(
       idOf,
     ) as [number, number, number, number];
@@ -191,7 +192,7 @@ describe('the review station in Chromium', () => {
     await shot(page, '03-correct-the-total');
     await page.locator('[data-testid="save"]').click();
     await until('approved', async () => (await text('note')) === 'approved, corrected: Total', 15_000);
-    await until('archived', () => daemon.db.get(pdfId)?.state === 'archived', 30_000);
+    await until('archived', () => daemon.db.files.get(pdfId)?.state === 'archived', 30_000);
     const results = await tree(join(dir, 'results'));
     const json = JSON.parse(
       await readFile(
@@ -271,11 +272,11 @@ describe('the review station in Chromium', () => {
       ].sort(),
     );
     expect(await page.locator('[data-testid="fraud-flag"]').count()).toBe(1);
-    expect(daemon.db.get(cleanId)!.state).toBe('review'); // nothing happened before the confirmation
+    expect(daemon.db.files.get(cleanId)!.state).toBe('review'); // nothing happened before the confirmation
     await shot(page, '07-approve-all-asks');
     await page.locator('[data-testid="approve-all-confirm"]').click();
-    await until('clean archived', () => daemon.db.get(cleanId)?.state === 'archived', 30_000);
-    expect(daemon.db.get(riskyId)!.state).toBe('review');
+    await until('clean archived', () => daemon.db.files.get(cleanId)?.state === 'archived', 30_000);
+    expect(daemon.db.files.get(riskyId)!.state).toBe('review');
     expect(await counts()).toEqual({ review: '1', held: '0', failed: '1' });
     await shot(page, '08-status-after-approve-all');
     expect(errors.filter((e) => /refused|error|Content Security Policy/i.test(e))).toEqual([]);

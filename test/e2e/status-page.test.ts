@@ -36,7 +36,9 @@ async function daemonWithFailedFile(taskDelayMs = 30) {
   await writeFile(join(world.dir, 'inbox', 'unreadable.txt'), Buffer.from([0, 1, 2, 3]));
   await until(
     'one done, one failed',
-    () => daemon.db.counts().archived === 1 && daemon.db.inState('failed').some((r) => r.finalized),
+    () =>
+      daemon.db.fileCounts.counts().archived === 1 &&
+      daemon.db.files.inState('failed').some((r) => r.finalized),
   );
   return { daemon, port, dir: world.dir };
 }
@@ -63,7 +65,7 @@ describe('the status page in Chromium', () => {
     await writeFile(join(dir, 'inbox', 'later.txt'), invoice('L-1'));
     await until('the page shows two done', async () => (await text('archived')) === '2', 20_000);
 
-    const failedId = daemon.db.inState('failed')[0]!.id;
+    const failedId = daemon.db.files.inState('failed')[0]!.id;
     await page.locator(`button[data-retry="${failedId}"]`).click();
     await until('the page shows no failed file', async () => (await text('failed-total')) === '0', 10_000);
     expect(await text('note')).toBe('1 file(s) back in the queue');
@@ -112,8 +114,8 @@ fetch(${JSON.stringify(target)}, { method: 'POST', headers: { 'content-type': 'a
       await until('the form was posted', () => page.url().startsWith(target), 15_000);
       expect(await page.content()).toContain('cross-origin requests are refused');
       expect(reports).toEqual(['blocked']);
-      expect(daemon.db.inState('failed')).toHaveLength(1);
-      expect(daemon.db.inState('failed')[0]!.finalized).toBe(1);
+      expect(daemon.db.files.inState('failed')).toHaveLength(1);
+      expect(daemon.db.files.inState('failed')[0]!.finalized).toBe(1);
     } finally {
       evil.closeAllConnections(); // the browser keeps its connection alive
       await new Promise<void>((resolve) => evil.close(() => resolve()));

@@ -34,8 +34,8 @@ export function approveReviewed(
   db.flush();
   const rows =
     which === 'all'
-      ? db.inReview(1_000_000)
-      : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
+      ? db.fileCounts.inReview(1_000_000)
+      : which.map((id) => db.files.get(id) ?? { id, state: 'missing' as const });
   const outcome: ApproveOutcome = { approved: [], skipped: [] };
   const watches = allWatches(config);
   const trail = new AuditTrail(db.db);
@@ -58,7 +58,7 @@ export function approveReviewed(
       continue;
     }
     const { changes } = decide(row, { kind: 'approve-requested' }, now, policyOf(config, watch));
-    db.update(row.id, changes!, now);
+    db.files.update(row.id, changes!, now);
     trail.record(
       deps.actor ?? UNNAMED,
       { action: 'approve', fileId: row.id, file: row.path, oldValue: 'review', newValue: 'approved' },
@@ -80,7 +80,7 @@ export async function approveAndNote(
   const outcome = approveReviewed(deps, which, options);
   const watches = allWatches(deps.config);
   for (const id of outcome.approved) {
-    const row = deps.db.get(id);
+    const row = deps.db.files.get(id);
     const watch = row && watches.get(row.watch);
     if (!row || !watch?.review_dir) continue;
     await appendDecision(

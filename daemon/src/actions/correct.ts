@@ -34,7 +34,7 @@ export async function correctAndApprove(
   if (entries.length > MAX_FIELDS || entries.some(([k, v]) => k.length > 300 || v.length > MAX_VALUE))
     return { approved: false, reason: `at most ${MAX_FIELDS} values of ${MAX_VALUE} characters` };
   db.flush();
-  const row = db.get(id);
+  const row = db.files.get(id);
   if (row?.state !== 'review')
     return {
       approved: false,

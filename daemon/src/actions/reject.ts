@@ -30,7 +30,7 @@ export async function rejectReviewed(deps: RetryDeps, ids: number[], reason: str
   const watches = allWatches(config);
   const trail = new AuditTrail(db.db);
   for (const id of ids) {
-    const row = db.get(id);
+    const row = db.files.get(id);
     if (row?.state !== 'review') {
       outcome.skipped.push({
         id,
@@ -47,7 +47,7 @@ export async function rejectReviewed(deps: RetryDeps, ids: number[], reason: str
     const { changes } = decide(row, { kind: 'reject-requested', reason: why }, now, policyOf(config, watch));
     // The review copies go first: a daemon that sees the commit moves the original at once.
     await removeReviewCopies(watch, row);
-    db.update(row.id, changes!, now);
+    db.files.update(row.id, changes!, now);
     trail.record(
       actor,
       {

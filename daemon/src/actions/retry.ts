@@ -52,8 +52,8 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
   db.flush();
   const rows =
     which === 'all'
-      ? db.inState('failed', 1_000_000)
-      : which.map((id) => db.get(id) ?? { id, state: 'missing' as const });
+      ? db.files.inState('failed', 1_000_000)
+      : which.map((id) => db.files.get(id) ?? { id, state: 'missing' as const });
   const outcome: RetryOutcome = { retried: [], skipped: [] };
   const watches = allWatches(config);
   const trail = new AuditTrail(db.db);
@@ -91,7 +91,7 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
     );
     if (!row.finalized) {
       // Not moved to the failed folder yet: it is still where it was found.
-      db.update(row.id, changes!, now());
+      db.files.update(row.id, changes!, now());
       audit(row);
       outcome.retried.push(row.id);
       continue;
@@ -113,18 +113,18 @@ export async function retryFailed(deps: RetryDeps, which: number[] | 'all'): Pro
     // look for the file before it arrives. (Cut short here, the next start makes it due.)
     const back = await freeTarget(watch.path, row.rel);
     const moved = { path: back, rel: relative(watch.path, back), finalized: 0 };
-    db.update(row.id, { ...changes, ...moved, next_at: NEVER }, now());
+    db.files.update(row.id, { ...changes, ...moved, next_at: NEVER }, now());
     db.flush();
     try {
       // Never over a file dropped there meanwhile, never half a copy in the watched folder.
       await moveTo(row.path, back);
     } catch (error) {
       const before = Object.fromEntries(Object.keys(changes!).map((k) => [k, row[k as keyof typeof row]]));
-      db.update(row.id, { ...before, path: row.path, rel: row.rel, finalized: 1 }, now());
+      db.files.update(row.id, { ...before, path: row.path, rel: row.rel, finalized: 1 }, now());
       outcome.skipped.push({ id: row.id, reason: `could not move it back: ${(error as Error).message}` });
       continue;
     }
-    db.update(row.id, { next_at: changes!.next_at }, now());
+    db.files.update(row.id, { next_at: changes!.next_at }, now());
     audit({ ...row, path: back }); // the file as it is found again, in its watched folder
     db.flush();
     await rm(`${row.path}.error.json`, { force: true });

@@ -74,8 +74,8 @@ export async function startDaemon(
     db.close();
     throw error;
   }
-  db.abandonRunningReruns(Date.now());
-  if (options.keyAccepted) db.clearKeyRefusal();
+  db.reruns.abandonRunningReruns(Date.now());
+  if (options.keyAccepted) db.flags.clearKeyRefusal();
   const metrics = createMetrics(db, { processMetrics: config.http !== undefined });
   const results = new ResultWriter(client, { log });
   const notify = createNotifier(config, log);
@@ -89,11 +89,11 @@ export async function startDaemon(
     );
   const failure = new Promise<unknown>((resolve) => pipeline.once('run-refused', resolve));
   // Recorded at once, so status, the page and /healthz say it while the run stops, and after.
-  pipeline.once('run-refused', (error) => db.markKeyRefused(Date.now(), (error as Error).message));
+  pipeline.once('run-refused', (error) => db.flags.markKeyRefused(Date.now(), (error as Error).message));
   pipeline.recover();
   const keyCheck =
     options.keyUnchecked &&
-    checkKeyUntilAnswered(pipeline, config, log, options.keyUnchecked, () => db.clearKeyRefusal());
+    checkKeyUntilAnswered(pipeline, config, log, options.keyUnchecked, () => db.flags.clearKeyRefusal());
   let temps = 0;
   for (const w of config.watch) {
     // Never the watched folder itself: a missing one is a share not mounted, not something to create.
@@ -106,8 +106,8 @@ export async function startDaemon(
   let scanned = 0;
   const scanBar = progressBar(process.stderr, 'start-up scan: files found');
   // A watch now polled (or gone from the config) has no native watcher to be blind.
-  for (const watch of Object.keys(db.blindWatchers()))
-    if (!config.watch.some((w) => w.path === watch && !w.polling)) db.setBlindWatcher(watch, null);
+  for (const watch of Object.keys(db.flags.blindWatchers()))
+    if (!config.watch.some((w) => w.path === watch && !w.polling)) db.flags.setBlindWatcher(watch, null);
   const watchers = config.watch.map(
     (w) =>
       new FolderWatcher(
@@ -115,7 +115,7 @@ export async function startDaemon(
         pipeline,
         log,
         () => scanBar.update(++scanned),
-        (blind) => db.setBlindWatcher(w.path, blind),
+        (blind) => db.flags.setBlindWatcher(w.path, blind),
       ),
   );
   // Files whose discovery was rolled back while the disk was full are found again at once: their

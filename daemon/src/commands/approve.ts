@@ -25,7 +25,7 @@ A name that names no file waiting for review is an error (exit 2); the others ar
     ]);
     return onNamedFiles(options, io, patterns, all, {
       command: 'approve',
-      candidates: (db) => db.inReview(1_000_000),
+      candidates: (db) => db.fileCounts.inReview(1_000_000),
       alsoInReview: true,
       namesNothing:
         'no file waiting for review has this name, path or pattern (docex-sync review list shows them)',

@@ -53,7 +53,8 @@ export async function onNamedFiles(
 ): Promise<number> {
   const { config, out } = open(options, io);
   const unknown = (missing: string[]) => {
-    for (const name of missing) io.stderr.write(`docex-sync ${decision.command}: ${name}: ${decision.namesNothing}\n`);
+    for (const name of missing)
+      io.stderr.write(`docex-sync ${decision.command}: ${name}: ${decision.namesNothing}\n`);
     return missing.length > 0 ? EXIT.usage : EXIT.ok;
   };
   if (!existsSync(config.state_db)) {
@@ -81,7 +82,7 @@ export async function onNamedFiles(
     const { taken, skipped } = await decision.decide({ db, config, now: io.now, actor: cliActor(io) }, ids);
     for (const s of skipped)
       io.stderr.write(
-        `docex-sync ${decision.command}: ${decision.skippedAs}: ${db.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
+        `docex-sync ${decision.command}: ${decision.skippedAs}: ${db.files.get(s.id)?.path ?? `#${s.id}`}: ${s.reason}\n`,
       );
     out(decision.said(taken.length, taken.length > 0 && db.daemonRunning()));
     return unknown(unmatched);

@@ -32,7 +32,7 @@ review is an error (exit 2); the others are still rejected. docex-sync retry tak
     ]);
     return onNamedFiles(options, io, names, false, {
       command: 'reject',
-      candidates: (db) => db.inReview(1_000_000),
+      candidates: (db) => db.fileCounts.inReview(1_000_000),
       alsoInReview: true,
       byId: true,
       namesNothing:

@@ -23,7 +23,7 @@ A name that names no failed file is an error (exit 2); the others are still retr
     ]);
     return onNamedFiles(options, io, patterns, all, {
       command: 'retry',
-      candidates: (db) => db.inState('failed', 1_000_000),
+      candidates: (db) => db.files.inState('failed', 1_000_000),
       namesNothing: 'no failed file has this name, path or pattern (docex-sync status lists them)',
       noStateDb: '0 failed file(s) re-queued: there is no state DB yet.',
       decide: async (deps, ids) => {

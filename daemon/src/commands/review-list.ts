@@ -28,7 +28,7 @@ docex-sync approve (or Approve on the status page). --json: the schema in docs/d
     if (exists) {
       const db = new StateDb(config.state_db);
       try {
-        files = db.inReview(1_000_000).map(reviewEntry);
+        files = db.fileCounts.inReview(1_000_000).map(reviewEntry);
       } finally {
         db.close();
       }

@@ -123,7 +123,7 @@ const engine = async () => {
     try {
       db = new StateDb(config.state_db);
       db.lockExclusive(now());
-      db.markKeyRefused(now(), message);
+      db.flags.markKeyRefused(now(), message);
     } catch {
       // Held by a running daemon, or not usable: the message on stderr is the record then.
     } finally {
@@ -180,7 +180,7 @@ async function runUntilStopped(ctx: Context): Promise<number> {
             { config: configFile, err: (error as Error).message },
             'SIGHUP: the API key is refused; stopping',
           );
-          daemon.db.markKeyRefused(now(), (error as Error).message);
+          daemon.db.flags.markKeyRefused(now(), (error as Error).message);
           await daemon.stop();
           throw error;
         }

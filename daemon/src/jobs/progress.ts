@@ -60,7 +60,7 @@ export function startSummaries(
   const report = () => {
     timer = undefined;
     const at = now();
-    const summary = summarize(db.counts(), finished, at - since);
+    const summary = summarize(db.fileCounts.counts(), finished, at - since);
     const had = finished;
     [finished, since] = [0, at];
     log.info(summary, 'progress');

@@ -33,10 +33,10 @@ export async function pullOnce(deps: PullDeps, options: PullOptions = {}) {
   const at = new Date(startedAt).toISOString();
   try {
     const result = await pullChanges(deps, options, startedAt);
-    deps.db.recordPull({ at, status: 'done', documents: result.documents });
+    deps.db.flags.recordPull({ at, status: 'done', documents: result.documents });
     return result;
   } catch (error) {
-    deps.db.recordPull({ at, status: 'failed', documents: 0, error: (error as Error).message });
+    deps.db.flags.recordPull({ at, status: 'failed', documents: 0, error: (error as Error).message });
     throw error;
   }
 }
@@ -44,7 +44,7 @@ export async function pullOnce(deps: PullDeps, options: PullOptions = {}) {
 async function pullChanges(deps: PullDeps, { progress }: PullOptions, startedAt: number) {
   const { db, client, config, log } = deps;
   const pull = config.pull!;
-  const changes = await changesSince(client, db.pullCursor(), {
+  const changes = await changesSince(client, db.flags.pullCursor(), {
     now: new Date(startedAt),
     overlapMs: pull.overlap_ms,
     // The first pull reaches back by the overlap from pull.since too.
@@ -61,7 +61,7 @@ async function pullChanges(deps: PullDeps, { progress }: PullOptions, startedAt:
     deps.metrics?.pulls.inc();
     if ((i + 1) % 100 === 0) log.info({ done: i + 1, of: changes.documents.length }, 'pull progress');
   }
-  db.advancePullCursor(startedAt, changes.next.seen);
+  db.flags.advancePullCursor(startedAt, changes.next.seen);
   const since = new Date(changes.since);
   log.info(
     { documents: changes.documents.length, listed: changes.listed, vanished: changes.vanished, since },

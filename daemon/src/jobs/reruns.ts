@@ -67,7 +67,7 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
   const { db, client, log } = deps;
   const now = deps.now ?? Date.now;
   const startedAt = now();
-  const id = db.startRerun(job.name, job.dry_run, job.override, startedAt);
+  const id = db.reruns.startRerun(job.name, job.dry_run, job.override, startedAt);
   if (id === undefined) {
     log.warn({ rerun: job.name }, 'rerun already running: this run is skipped');
     return { status: 'skipped', documents: 0, rerun: 0, not_rerun: 0, errors: [] };
@@ -83,7 +83,7 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
     });
     if (job.dry_run) {
       outcome = { status: 'dry-run', documents: ids.length, rerun: 0, not_rerun: 0, errors: [] };
-      db.finishRerun(id, outcome, now());
+      db.reruns.finishRerun(id, outcome, now());
       log.info(
         { rerun: job.name, documents: ids.length, chunks: Math.ceil(ids.length / 500) },
         'dry run: these documents would be rerun',
@@ -119,7 +119,7 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
       not_rerun: result.not_rerun,
       errors,
     };
-    db.finishRerun(id, outcome, now());
+    db.reruns.finishRerun(id, outcome, now());
     log.info(
       {
         rerun: job.name,
@@ -132,7 +132,7 @@ export async function runRerun(deps: RerunDeps, job: Omit<RerunConfig, 'schedule
     );
   } catch (error) {
     outcome = { status: 'failed', documents: 0, rerun: 0, not_rerun: 0, errors: [(error as Error).message] };
-    db.finishRerun(id, outcome, now());
+    db.reruns.finishRerun(id, outcome, now());
     deps.notify?.rerunFinished(job.name, outcome);
     throw error;
   }
@@ -184,7 +184,7 @@ export async function refreshAfterRerun(
   results.layouts.clear();
   const watches = allWatches(config);
   const pending = new Map<number, FileRow[]>();
-  for (const row of db.filesOfDocuments(documentIds)) {
+  for (const row of db.files.filesOfDocuments(documentIds)) {
     if (!watches.has(row.watch)) continue;
     pending.set(row.document_id!, [...(pending.get(row.document_id!) ?? []), row]);
   }

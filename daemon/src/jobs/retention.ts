@@ -116,14 +116,17 @@ export async function pruneRetention(deps: PruneDeps, { dryRun }: { dryRun: bool
       const days = watch.retention![DAYS_KEY[kind]];
       if (days === undefined) continue;
       const cutoff = now - days * DAY_MS;
-      for (let after = 0, rows; (rows = db.pruneDue(watch.path, kind, cutoff, after, PAGE)).length > 0;) {
+      for (
+        let after = 0, rows;
+        (rows = db.retention.pruneDue(watch.path, kind, cutoff, after, PAGE)).length > 0;
+      ) {
         after = rows.at(-1)!.id;
         for (const row of rows) {
           const entries = await pruneRow(fs, watch, kind, row, dryRun, looked);
           for (const e of entries) report.entries.push({ ...e, recordedAt: row.updated_at, days });
           // A row is settled for this kind once each of its files is deleted, gone or kept.
           if (!dryRun && entries.length > 0 && entries.every((e) => e.outcome !== 'error'))
-            db.recordPruned(
+            db.retention.recordPruned(
               entries.map((e): PrunedFile => ({
                 file_id: row.id,
                 kind,

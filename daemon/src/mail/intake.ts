@@ -107,7 +107,7 @@ export class MailIntake {
     for (const e of entries) {
       if (!e.isFile()) continue;
       const path = join(e.parentPath, e.name);
-      if (db.current(path)) continue;
+      if (db.files.current(path)) continue;
       await rm(path, { force: true });
       removed++;
     }
@@ -325,15 +325,15 @@ export class MailIntake {
         throw new MailboxError(`mailboxes[${mailbox.name}].folder: "${mailbox.folder}" is not open`);
       const uidvalidity = Number(opened.uidValidity);
       if (mailbox.after.action === 'flag') this.checkFlag(opened.permanentFlags);
-      for (const m of db.mailPending(mailbox.name)) {
+      for (const m of db.mail.mailPending(mailbox.name)) {
         if (this.stopping) return;
         if (m.uidvalidity === uidvalidity) await afterAction(client, mailbox, m.uid);
-        db.mailDone(m.id, this.now());
+        db.mail.mailDone(m.id, this.now());
       }
       // Only UIDs above the highest one recorded: a mail left as it was (unflagged, still in the
       // folder) is never looked at again, so a poll costs what is new, not every mail ever left.
       // "N:*" matches the highest message even when N is above it (RFC 3501): hence the filter.
-      const above = db.mailHighestUid(mailbox.name, uidvalidity);
+      const above = db.mail.mailHighestUid(mailbox.name, uidvalidity);
       const query = above ? { ...pendingQuery(mailbox), uid: `${above + 1}:*` } : pendingQuery(mailbox);
       const uids = ((await client.search(query, { uid: true })) || [])
         .filter((uid) => uid > above)
@@ -344,15 +344,10 @@ export class MailIntake {
       );
       for (const uid of uids) {
         if (this.stopping) return;
-        const taken = await takeMessage(
-          { ...this.deps, now: () => this.now() },
-          client,
-          uidvalidity,
-          uid,
-        );
+        const taken = await takeMessage({ ...this.deps, now: () => this.now() }, client, uidvalidity, uid);
         if (taken && taken.left === null) {
           await afterAction(client, this.deps.mailbox, uid);
-          this.deps.db.mailDone(taken.id, this.now());
+          this.deps.db.mail.mailDone(taken.id, this.now());
         }
       }
     } finally {
@@ -371,7 +366,6 @@ export class MailIntake {
         `mailboxes[${mailbox.name}].after.flag: the server does not keep "${flag}" on messages in ${mailbox.folder} (it keeps ${[...permanent].join(' ') || 'no flags'}); use after: { action: flag, flag: '\\\\Seen' } or after: { action: move, folder: ... }`,
       );
   }
-
 }
 
 /**

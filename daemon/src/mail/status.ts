@@ -51,7 +51,7 @@ export const NOT_CONNECTED: MailboxConnection = {
 };
 
 export function saveConnection(db: StateDb, name: string, state: MailboxConnection) {
-  db.setMailboxConnection(name, JSON.stringify(state));
+  db.mail.setMailboxConnection(name, JSON.stringify(state));
 }
 
 /** What "left as it was" means for a mailbox's after-action, in status and on the page. */
@@ -63,9 +63,9 @@ export function leftWhere(mailbox: MailboxConfig): string | null {
 }
 
 export function mailboxStatus(db: StateDb, mailbox: MailboxConfig): MailboxStatus {
-  const saved = db.mailboxConnection(mailbox.name);
+  const saved = db.mail.mailboxConnection(mailbox.name);
   const connection = saved ? (JSON.parse(saved) as MailboxConnection) : NOT_CONNECTED;
-  const { messages, attachments, left } = db.mailCounts(mailbox.name);
+  const { messages, attachments, left } = db.mail.mailCounts(mailbox.name);
   const where = leftWhere(mailbox);
   return {
     name: mailbox.name,
@@ -75,7 +75,7 @@ export function mailboxStatus(db: StateDb, mailbox: MailboxConfig): MailboxStatu
     ...connection,
     messages,
     attachments,
-    skipped: db
+    skipped: db.mail
       .mailSkips(mailbox.name)
       .flatMap((m) =>
         (JSON.parse(m.skipped) as Array<{ name: string; reason: string }>).map((s) => ({
@@ -90,7 +90,7 @@ export function mailboxStatus(db: StateDb, mailbox: MailboxConfig): MailboxStatu
       ? {
           where,
           count: left,
-          last: (left ? db.mailLeft(mailbox.name) : []).map((m) => ({
+          last: (left ? db.mail.mailLeft(mailbox.name) : []).map((m) => ({
             subject: m.subject,
             from: m.sender,
             reason: m.left_reason!,

@@ -33,13 +33,13 @@ function refusals(skipped: SkippedPart[]): string | null {
  * as it was (null: taken whole, the after-action is due).
  */
 export async function takeMessage(
-deps: TakeDeps,
-client: ImapFlow,
-uidvalidity: number,
-uid: number,
+  deps: TakeDeps,
+  client: ImapFlow,
+  uidvalidity: number,
+  uid: number,
 ): Promise<{ id: number; left: string | null } | undefined> {
-const { mailbox, db, log } = deps;
-const now = deps.now();
+  const { mailbox, db, log } = deps;
+  const now = deps.now();
   const head = await client.fetchOne(String(uid), { uid: true, size: true, envelope: true }, { uid: true });
   if (!head) return undefined; // expunged meanwhile
   const envelopeId = head.envelope?.messageId?.trim() || null;
@@ -66,10 +66,10 @@ const now = deps.now();
     reason: string | null,
     skipped: SkippedPart[],
     files: Array<NewFile & { name: string }> = [],
-  ) => db.recordMail({ ...base, outcome, reason, skipped, left_reason: left }, files, now);
+  ) => db.mail.recordMail({ ...base, outcome, reason, skipped, left_reason: left }, files, now);
 
   let id: number;
-  const earlier = envelopeId ? db.mailTakenWithMessageId(mailbox.name, envelopeId) : undefined;
+  const earlier = envelopeId ? db.mail.mailTakenWithMessageId(mailbox.name, envelopeId) : undefined;
   if (earlier) {
     if (earlier.left_reason !== null)
       left = `a copy of UID ${earlier.uid}, which was left too: ${earlier.left_reason}`;

@@ -221,7 +221,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const now = this.now();
     const decision = decide(row, observation, now, this.policy(row.watch));
     const next = decision.changes ? { ...row, ...decision.changes, updated_at: now } : row;
-    if (decision.changes) this.deps.db.update(row.id, decision.changes, now);
+    if (decision.changes) this.deps.db.files.update(row.id, decision.changes, now);
     if (next.state === 'failed' && row.state !== 'failed') {
       this.deps.metrics?.failed.inc();
       this.deps.log.error({ file: row.path, reason: next.reason }, 'failed');
@@ -252,7 +252,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    */
   private uploadPriority(): number {
     const cap = uploadFirstCap(this.deps.config.api.requests_per_second);
-    return this.deps.db.awaitingResults(cap) < cap ? 1 : 0;
+    return this.deps.db.dueWork.awaitingResults(cap) < cap ? 1 : 0;
   }
 
   private estimateOf(row: FileRow): ExtractionEstimate {
@@ -280,7 +280,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const { db, log } = this.deps;
     this.reserveRecordedNames();
     for (const state of RESTARTED_STATES) {
-      for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
+      for (
+        let after = 0, rows;
+        (rows = db.files.page(state, after, 1000)).length > 0;
+        after = rows.at(-1)!.id
+      ) {
         for (const row of rows) {
           this.apply(row, { kind: 'restarted' });
           if (state === 'uploading')
@@ -302,7 +306,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private reserveRecordedNames() {
     const { db } = this.deps;
     for (const state of ['uploaded', 'done'] as const) {
-      for (let after = 0, rows; (rows = db.page(state, after, 1000)).length > 0; after = rows.at(-1)!.id) {
+      for (
+        let after = 0, rows;
+        (rows = db.files.page(state, after, 1000)).length > 0;
+        after = rows.at(-1)!.id
+      ) {
         for (const row of rows) {
           const watch = this.watches.get(row.watch);
           if (!watch) continue;
@@ -318,10 +326,10 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   /** A file reported by the watcher. */
   candidate(watch: WatchConfig, file: Candidate) {
     const { db, log } = this.deps;
-    if (!isNewWork(file, db.current(file.path), watch.on_success)) return;
+    if (!isNewWork(file, db.files.current(file.path), watch.on_success)) return;
     let created;
     try {
-      created = db.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
+      created = db.files.discover({ watch: watch.path, ...file }, this.now(), watch.stable_ms);
     } catch (error) {
       if (this.run.diskFull(error)) return; // the rescan after the pause finds it again
       throw error;
@@ -343,7 +351,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   ): Promise<number> {
     const { db, log } = this.deps;
     const before = db.mark();
-    const unheld = db
+    const unheld = db.files
       .unheld(
         watch.path,
         listed.map((l) => l.path),
@@ -357,7 +365,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     // holds any of them now either, and only `keep` must see the archived rows `unheld` left out.
     const known =
       watch.on_success === 'keep' || db.changedSince(before)
-        ? db.known(
+        ? db.files.known(
             watch.path,
             files.map((f) => f.path),
             watch.on_success === 'keep',
@@ -366,7 +374,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     const fresh = files.filter((f) => isNewWork(f, known.get(f.path), watch.on_success));
     if (fresh.length) {
       try {
-        db.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
+        db.files.discoverMany(watch.path, fresh, this.now(), watch.stable_ms);
         db.flush();
       } catch (error) {
         if (this.run.diskFull(error)) return 0; // the rescan after the pause finds them again
@@ -416,11 +424,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
 
   /** Idle: nothing waiting in the pipeline (used by the demo, tests and benchmarks). */
   idle(): boolean {
-    const c = this.deps.db.counts();
+    const c = this.deps.db.fileCounts.counts();
     return (
       c.discovered + c.stable + c.uploading + c.uploaded + c.done === 0 &&
       this.scheduler.size === 0 &&
-      this.deps.db.due('failed', NEVER - 1, 1).length === 0
+      this.deps.db.dueWork.due('failed', NEVER - 1, 1).length === 0
     );
   }
 
@@ -461,7 +469,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
   private redoAfterDiskPause() {
     const { db, log } = this.deps;
     for (const { row, taskId } of this.unsavedAnswers.values()) this.storeAnswer(row, taskId);
-    for (const row of db.inState('uploading'))
+    for (const row of db.files.inState('uploading'))
       if (!this.scheduler.has(row.id)) {
         this.apply(row, { kind: 'restarted' });
         log.warn(
@@ -500,24 +508,27 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     };
     const spare = (kind: JobKind, limit: number) => this.scheduler.spare(kind, limit);
 
-    take(db.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) => this.stabilize(r));
+    take(db.dueWork.due('discovered', now, spare('stabilize', LOCAL_JOBS)), 'stabilize', (r) =>
+      this.stabilize(r),
+    );
     this.startUploads(now);
-    take(db.due('uploaded', now, spare('poll', config.poll.batch_size)), 'poll', (r) => this.poll(r));
-    take(db.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
-    take(db.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
-    const probe = Math.min(Infinity, ...db.pausedWatches().map((w) => w.probe_at));
-    return Math.min(db.nextDue(now) ?? Infinity, probe);
+    take(db.dueWork.due('uploaded', now, spare('poll', config.poll.batch_size)), 'poll', (r) => this.poll(r));
+    take(db.dueWork.due('done', now, spare('archive', LOCAL_JOBS)), 'archive', (r) => this.archive(r));
+    take(db.dueWork.due('failed', now, spare('report', LOCAL_JOBS)), 'report', (r) => this.report(r));
+    const probe = Math.min(Infinity, ...db.watches.pausedWatches().map((w) => w.probe_at));
+    return Math.min(db.dueWork.nextDue(now) ?? Infinity, probe);
   }
 
   /** Other rows with the row's bytes: processed (reused), or being uploaded by this run or waiting for their task. */
   private sameBytes(row: FileRow): SameBytes {
     const { db } = this.deps;
     if (!row.sha256) return { doneDocumentId: null, inFlight: false };
-    const done = db.completedWithHash(row.sha256, row.id);
+    const done = db.files.completedWithHash(row.sha256, row.id);
     if (done) return { doneDocumentId: done.document_id!, inFlight: false };
     return {
       doneDocumentId: null,
-      inFlight: this.uploadingHashes.has(row.sha256) || db.inFlightWithHash(row.sha256, row.id) !== undefined,
+      inFlight:
+        this.uploadingHashes.has(row.sha256) || db.files.inFlightWithHash(row.sha256, row.id) !== undefined,
     };
   }
 
@@ -547,11 +558,11 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     };
     const starting = (rows: FileRow[], job: () => Promise<void>) => {
       const [first, ...others] = rows;
-      for (const other of others) db.lease(other.id);
+      for (const other of others) db.dueWork.lease(other.id);
       this.startJob(first!, 'upload', () =>
         job().finally(() => {
           done(rows);
-          if (!this.stopped) for (const other of others) db.release(other.id);
+          if (!this.stopped) for (const other of others) db.dueWork.release(other.id);
         }),
       );
     };
@@ -563,12 +574,12 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
     if (spare <= 0) return;
     const perRequest = config.upload.batch_files;
     if (perRequest <= 1) {
-      for (const row of db.dueForUpload(now, spare))
+      for (const row of db.dueWork.dueForUpload(now, spare))
         if (due(row)) starting([row], () => this.batches.upload([row]));
       return;
     }
     // Batched (batch-upload.ts): up to `spare` requests of up to batch_files files each.
-    const ready = db.dueForUpload(now, spare * perRequest).filter(due);
+    const ready = db.dueWork.dueForUpload(now, spare * perRequest).filter(due);
     const { jobs, left } = this.batches.group(ready, perRequest, spare);
     for (const r of left) if (r.sha256) this.uploadingHashes.delete(r.sha256);
     for (const rows of jobs) starting(rows, () => this.batches.upload(rows));
@@ -576,7 +587,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
 
   /** The row's step as a job: leased in the DB while it runs; a failure is logged and retried when due. */
   private startJob(row: FileRow, kind: JobKind, run: (row: FileRow) => Promise<void>) {
-    this.deps.db.lease(row.id);
+    this.deps.db.dueWork.lease(row.id);
     this.scheduler.run(row.id, kind, () =>
       run(row)
         .catch((error: unknown) => {
@@ -588,7 +599,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
           );
         })
         .finally(() => {
-          if (!this.stopped) this.deps.db.release(row.id);
+          if (!this.stopped) this.deps.db.dueWork.release(row.id);
         }),
     );
   }
@@ -757,7 +768,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
         task,
         outcome,
         sourceName: basename(row.path),
-        message: this.deps.db.mailSourceOf(row.id),
+        message: this.deps.db.mail.mailSourceOf(row.id),
         ...(fromTask ? { documentFrom: 'task' as const } : {}),
       });
     } catch (error) {
@@ -822,7 +833,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
    */
   private basesOfOtherFiles(watch: WatchConfig, row: FileRow, documentId: number): (base: string) => boolean {
     const bases = new Set<string>();
-    for (const other of this.deps.db.filesOfDocuments([documentId])) {
+    for (const other of this.deps.db.files.filesOfDocuments([documentId])) {
       if (other.id === row.id || this.watches.get(other.watch)?.output !== watch.output) continue;
       bases.add(other.result_base ?? resultBase(basename(other.path), documentId));
     }

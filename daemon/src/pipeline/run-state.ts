@@ -75,7 +75,7 @@ export class RunState {
 
   unreachable(reason: string) {
     if (this.isUnreachable()) return;
-    this.deps.db.markServiceUnreachable(this.deps.now(), reason);
+    this.deps.db.flags.markServiceUnreachable(this.deps.now(), reason);
     this.unreachableSet = true;
     this.deps.log.error({ reason }, 'the service cannot be reached; files wait and are retried');
     this.deps.events.emit('service-unreachable', reason);
@@ -83,7 +83,7 @@ export class RunState {
 
   reachable() {
     if (!this.isUnreachable()) return;
-    this.deps.db.markServiceReachable();
+    this.deps.db.flags.markServiceReachable();
     this.unreachableSet = false;
     this.deps.log.info('the service can be reached again');
   }
@@ -134,7 +134,7 @@ export class RunState {
   }
 
   private isUnreachable(): boolean {
-    this.unreachableSet ??= this.deps.db.serviceUnreachable() !== undefined;
+    this.unreachableSet ??= this.deps.db.flags.serviceUnreachable() !== undefined;
     return this.unreachableSet;
   }
 
@@ -142,8 +142,8 @@ export class RunState {
     const { db, log } = this.deps;
     const now = this.deps.now();
     const retryInMs = this.deps.probeIntervalMs;
-    const already = db.pausedWatches().some((w) => w.path === watch);
-    db.pauseWatch(watch, reason, now, now + retryInMs);
+    const already = db.watches.pausedWatches().some((w) => w.path === watch);
+    db.watches.pauseWatch(watch, reason, now, now + retryInMs);
     if (already) return; // another upload of the same watch found it out at the same time
     log.error(
       { folder: watch, reason, retryInMs },
@@ -160,15 +160,20 @@ export class RunState {
   dueProbes(now: number): FileRow[] {
     const { db } = this.deps;
     const rows: FileRow[] = [];
-    for (const paused of db.pausedWatches()) {
+    for (const paused of db.watches.pausedWatches()) {
       if (paused.probe_at > now || this.probing.has(paused.path)) continue;
-      const row = db.probeRow(paused.path);
+      const row = db.files.probeRow(paused.path);
       if (!row) {
-        db.resumeWatch(paused.path);
+        db.watches.resumeWatch(paused.path);
         continue;
       }
       this.probing.set(paused.path, row.id);
-      db.pauseWatch(paused.path, paused.paused_reason, paused.paused_at, now + this.deps.probeIntervalMs);
+      db.watches.pauseWatch(
+        paused.path,
+        paused.paused_reason,
+        paused.paused_at,
+        now + this.deps.probeIntervalMs,
+      );
       rows.push(row);
     }
     return rows;
@@ -177,7 +182,7 @@ export class RunState {
   /** An upload of `watch` was accepted: a paused watch it probed for resumes. */
   uploadAccepted(watch: string) {
     if (!this.probing.delete(watch)) return;
-    this.deps.db.resumeWatch(watch);
+    this.deps.db.watches.resumeWatch(watch);
     this.deps.log.warn({ folder: watch }, 'watch resumed: the service accepted an upload again');
     this.deps.events.emit('watch-resumed', watch);
   }

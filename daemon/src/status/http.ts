@@ -125,7 +125,7 @@ export async function startHttp(deps: HttpDeps): Promise<Server> {
       let files: Record<string, number> | undefined;
       try {
         health = healthOf(deps);
-        files = deps.db.counts();
+        files = deps.db.fileCounts.counts();
       } catch (error) {
         health = {
           level: 'failing',

@@ -17,7 +17,7 @@ export function createMetrics(db: StateDb, options: { processMetrics?: boolean }
     labelNames: ['state'],
     registers: [registry],
     collect() {
-      for (const [state, n] of Object.entries(db.counts())) this.set({ state }, n);
+      for (const [state, n] of Object.entries(db.fileCounts.counts())) this.set({ state }, n);
     },
   });
   return {

@@ -152,21 +152,21 @@ export function healthOf(source: StatusSource): Health {
   const now = (source.now ?? Date.now)();
   const failing: string[] = [];
   const attention: string[] = [];
-  const refusal = db.keyRefusal();
+  const refusal = db.flags.keyRefusal();
   if (refusal) failing.push(keyRefusalReason(refusal));
   const disk = diskProblem(source);
   if (disk) failing.push(disk);
-  const down = db.serviceUnreachable();
+  const down = db.flags.serviceUnreachable();
   const limit = config.http?.unhealthy_after_ms ?? 300_000;
   if (down) {
     const reason = `the service has been unreachable for ${Math.round((now - down.since) / 1000)} s: ${down.reason}`;
     (now - down.since >= limit ? failing : attention).push(reason);
   }
-  for (const w of db.pausedWatches()) attention.push(`watch ${w.path} is paused: ${w.paused_reason}`);
-  const blind = db.blindWatchers();
+  for (const w of db.watches.pausedWatches()) attention.push(`watch ${w.path} is paused: ${w.paused_reason}`);
+  const blind = db.flags.blindWatchers();
   for (const w of config.watch)
     if (blind[w.path]) attention.push(`watch ${w.path}: ${blindAdvice(blind[w.path]!)}`);
-  const counts = db.counts(); // once: it reads the tallies and the index
+  const counts = db.fileCounts.counts(); // once: it reads the tallies and the index
   const failed = counts.failed;
   if (failed)
     attention.push(
@@ -182,7 +182,7 @@ export function healthOf(source: StatusSource): Health {
     attention.push(
       `${waiting} document(s) wait for review: look at them in their review_dir, then approve them (docex-sync approve, or Approve on the status page)`,
     );
-  const held = db.blocked(101).length;
+  const held = db.fileCounts.blocked(101).length;
   if (held)
     attention.push(
       `${held > 100 ? 'over 100' : held} file(s) held back by a local problem (see "held back")`,
@@ -218,25 +218,25 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
   const { db, config } = source;
   const now = (source.now ?? Date.now)();
   const perWatch = new Map<string, Record<FileState, number>>();
-  for (const r of db.countsByWatch()) {
+  for (const r of db.fileCounts.countsByWatch()) {
     const counts = perWatch.get(r.watch) ?? zero();
     counts[r.state] = r.n;
     perWatch.set(r.watch, counts);
   }
   const perRoute = new Map<string, Record<FileState, number>>();
   if (config.watch.some((w) => w.routes.length > 0))
-    for (const r of db.countsByRoute()) {
+    for (const r of db.fileCounts.countsByRoute()) {
       const key = `${r.watch}\u0000${r.route ?? ''}`;
       const counts = perRoute.get(key) ?? zero();
       counts[r.state] = r.n;
       perRoute.set(key, counts);
     }
-  const heldRows = db.lastHeld(failedLimit);
-  const paused = new Map(db.pausedWatches().map((w) => [w.path, w]));
-  const blind = db.blindWatchers();
-  const failedRows = db.lastFailed(failedLimit);
+  const heldRows = db.fileCounts.lastHeld(failedLimit);
+  const paused = new Map(db.watches.pausedWatches().map((w) => [w.path, w]));
+  const blind = db.flags.blindWatchers();
+  const failedRows = db.fileCounts.lastFailed(failedLimit);
   const hourAgo = now - 3_600_000;
-  const finished = db.finishedSince(hourAgo);
+  const finished = db.fileCounts.finishedSince(hourAgo);
   const buckets = Array.from({ length: 6 }, (_, i) => ({
     from: now - (i + 1) * 600_000,
     processed: 0,
@@ -249,10 +249,10 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     if (f.state === 'archived') bucket.processed++;
     else bucket.failed++;
   }
-  const reviewed = db.reviewSince(hourAgo);
+  const reviewed = db.fileCounts.reviewSince(hourAgo);
   for (const at of reviewed) bucketOf(at).review++;
-  const down = db.serviceUnreachable();
-  const reruns = db.lastReruns(5) as Array<{
+  const down = db.flags.serviceUnreachable();
+  const reruns = db.reruns.lastReruns(5) as Array<{
     name: string;
     status: string;
     started_at: number;
@@ -261,12 +261,12 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     rerun: number | null;
     not_rerun: number | null;
   }>;
-  const files = db.counts();
+  const files = db.fileCounts.counts();
   return {
     generated_at: iso(now)!,
     health: healthOf(source),
     files,
-    outcomes: db.outcomes(),
+    outcomes: db.fileCounts.outcomes(),
     watches: config.watch.map((w) => ({
       path: w.path,
       template_id: w.template_id ?? null,
@@ -301,7 +301,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
     },
     review: {
       total: files.review,
-      files: db.inReview(failedLimit).map(reviewEntry),
+      files: db.fileCounts.inReview(failedLimit).map(reviewEntry),
     },
     failed: {
       total: files.failed,
@@ -316,7 +316,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
         moved: r.finalized === 1,
       })),
     },
-    blocked: db
+    blocked: db.fileCounts
       .blocked(20)
       .map((r) => ({ id: r.id, file: r.path, state: r.state, problem: r.blocked ?? '' })),
     mailboxes: config.mailboxes.map((m) => mailboxStatus(db, m)),
@@ -324,7 +324,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       reachable: !down,
       since: iso(down?.since),
       reason: down?.reason ?? null,
-      key_refused: db.keyRefusal() !== undefined,
+      key_refused: db.flags.keyRefusal() !== undefined,
     },
     reruns: reruns.map((r) => ({
       name: r.name,
@@ -335,7 +335,7 @@ export function statusSnapshot(source: StatusSource, failedLimit = 100): StatusS
       rerun: r.rerun,
       not_rerun: r.not_rerun,
     })),
-    pulls: db.lastPulls(5),
+    pulls: db.flags.lastPulls(5),
     throughput: {
       last_hour: {
         processed: finished.filter((f) => f.state === 'archived').length,

@@ -79,8 +79,8 @@ export async function reviewChange(
 /** The page for `?id=N` (else the oldest waiting). */
 export async function reviewPage(deps: ReviewDeps, url: URL, token: string | undefined): Promise<string> {
   const { db } = deps;
-  const waiting = db.inReview(1000);
-  const counts = db.counts();
+  const waiting = db.fileCounts.inReview(1000);
+  const counts = db.fileCounts.counts();
   const wanted = Number(url.searchParams.get('id'));
   const row = waiting.find((r) => r.id === wanted) ?? waiting[0];
   const view: ReviewView = {
@@ -124,7 +124,7 @@ const disposition = (kind: 'inline' | 'attachment', name: string) =>
 
 export async function serveOriginal(deps: ReviewDeps, idText: string, res: ServerResponse, head: boolean) {
   if (!/^[1-9]\d{0,15}$/.test(idText)) return notFound(res, 'no such document');
-  const row = deps.db.get(Number(idText));
+  const row = deps.db.files.get(Number(idText));
   if (row?.state !== 'review' || row.review_path === null)
     return notFound(res, 'no document with this id waits for review in a review folder');
   const watch = allWatches(deps.config).get(row.watch);

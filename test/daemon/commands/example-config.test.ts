@@ -139,17 +139,20 @@ describe('examples/docex-sync.yaml, the back-office walkthrough', () => {
     const db = daemon.db;
     await until(
       'three archived, one held, one waiting for review',
-      () => db.counts().archived === 3 && db.counts().held === 1 && db.counts().review === 1,
+      () =>
+        db.fileCounts.counts().archived === 3 &&
+        db.fileCounts.counts().held === 1 &&
+        db.fileCounts.counts().review === 1,
       30_000,
     );
-    expect(db.inReview(10).map((r) => r.rel)).toEqual([join('Globex', 'g-78.pdf')]);
-    const routes = Object.fromEntries(db.inState('archived').map((r) => [r.rel, r.route]));
+    expect(db.fileCounts.inReview(10).map((r) => r.rel)).toEqual([join('Globex', 'g-78.pdf')]);
+    const routes = Object.fromEntries(db.files.inState('archived').map((r) => [r.rel, r.route]));
     expect(routes).toEqual({
       [join('ACME GmbH', '2026', 'R-1001.pdf')]: 'ACME GmbH',
       [join('Globex', 'g-77.pdf')]: 'Globex',
       'scan-0001.pdf': null,
     });
-    expect(db.inState('held')[0]).toMatchObject({
+    expect(db.files.inState('held')[0]).toMatchObject({
       rel: join('Misc', 'letter.pdf'),
       reason: expect.stringContaining('subfolder "Misc" is mapped by no route'),
     });

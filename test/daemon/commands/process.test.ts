@@ -290,11 +290,11 @@ describe('pull and reruns', () => {
     expect(await runRerun({ db, client, log }, job)).toMatchObject({ status: 'dry-run', documents: 3 });
     expect(world.emulator.stats().requestsByOperation.rerun_documents).toBeUndefined();
 
-    const started = db.startRerun('nightly', false, true, Date.now());
+    const started = db.reruns.startRerun('nightly', false, true, Date.now());
     expect(await runRerun({ db, client, log }, { ...job, dry_run: false })).toMatchObject({
       status: 'skipped',
     });
-    db.finishRerun(
+    db.reruns.finishRerun(
       started!,
       { documents: 0, rerun: 0, not_rerun: 0, errors: [], status: 'done' },
       Date.now(),
@@ -310,7 +310,7 @@ describe('pull and reruns', () => {
       rerun: 0,
       not_rerun: 3,
     });
-    const recorded = db.lastReruns() as Array<{ status: string; rerun: number | null }>;
+    const recorded = db.reruns.lastReruns() as Array<{ status: string; rerun: number | null }>;
     expect(recorded.map((r) => r.status)).toEqual(['done', 'done', 'done', 'dry-run']);
     db.close();
   });
@@ -414,7 +414,7 @@ describe('operating it', () => {
     const daemon = await world.start();
     const nfd = 'cafe\u0301-receipt.txt';
     await writeFile(join(world.dir, 'inbox', nfd), invoice('U-1'));
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     const address = daemon.http!.address() as { port: number; address: string };
     expect(address.address).toBe('127.0.0.1');
     const health = await (await fetch(`http://127.0.0.1:${address.port}/healthz`)).json();
@@ -422,7 +422,7 @@ describe('operating it', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${address.port}/metrics`)).text();
     expect(metrics).toContain('docex_sync_files{state="archived"} 1');
     expect(metrics).toContain('docex_sync_uploads_total 1');
-    const row = daemon.db.inState('archived')[0]!;
+    const row = daemon.db.files.inState('archived')[0]!;
     expect(row.rel).toBe('caf\u00e9-receipt.txt');
   });
 });
@@ -495,7 +495,7 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
       await writeFile(path, content);
       const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
       const db = new StateDb(world.config().state_db);
-      const row = db.discover(
+      const row = db.files.discover(
         {
           watch: join(world.dir, 'inbox'),
           path,
@@ -507,7 +507,7 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
         Date.now(),
         0,
       );
-      db.update(
+      db.files.update(
         row.id,
         {
           state: c.state,
@@ -522,7 +522,7 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
       db.close();
       const daemon = await world.start();
       await until(`ends ${c.end}`, () => {
-        const r = daemon.db.get(row.id)!;
+        const r = daemon.db.files.get(row.id)!;
         return r.state === c.end && (c.end !== 'failed' || r.finalized === 1);
       });
       expect(world.emulator.stats().uploadsByHash[sha(content)] ?? 0).toBe(c.expectUploads);
@@ -545,7 +545,7 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
     expect(first!.status).toBe('DONE');
     const { mtimeMs, size } = await import('node:fs/promises').then((fs) => fs.stat(path));
     const db = new StateDb(world.config().state_db);
-    const row = db.discover(
+    const row = db.files.discover(
       {
         watch: join(world.dir, 'inbox'),
         path,
@@ -557,13 +557,13 @@ describe('recovery from the state a crash leaves in each pipeline state', () => 
       Date.now(),
       0,
     );
-    db.update(row.id, { state: 'uploading', sha256: sha(content), document_id: null }, Date.now());
+    db.files.update(row.id, { state: 'uploading', sha256: sha(content), document_id: null }, Date.now());
     db.close();
 
     const daemon = await world.start();
-    await until('archived', () => daemon.db.get(row.id)!.state === 'archived');
+    await until('archived', () => daemon.db.files.get(row.id)!.state === 'archived');
     expect(world.emulator.stats().uploadsByHash[sha(content)]).toBe(2);
-    const done = daemon.db.get(row.id)!;
+    const done = daemon.db.files.get(row.id)!;
     expect(done.outcome).toBe('duplicate');
     expect(done.document_id).toBe(first!.document_id);
     const json = (await readdir(join(world.dir, 'results'))).find((f) => f.endsWith('.json'))!;

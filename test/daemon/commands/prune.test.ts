@@ -37,7 +37,7 @@ async function processedWorld(extra = '') {
     stateOf(w, 'a.txt') === 'archived' &&
     stateOf(w, 'b.txt') === 'archived' &&
     stateOf(w, 'empty.txt') === 'failed'
-      ? daemon.db.inState('failed').every((r) => r.finalized === 1)
+      ? daemon.db.files.inState('failed').every((r) => r.finalized === 1)
       : false,
   );
   await daemon.stop();
@@ -104,7 +104,7 @@ describe('docex-sync prune', () => {
       failed: await filesUnder(failed),
     }).toEqual(before);
     const db = new StateDb(w.config().state_db);
-    expect(db.prunedTotals()).toEqual({ deleted: 0, bytes: 0, kept: 0, last_at: null });
+    expect(db.retention.prunedTotals()).toEqual({ deleted: 0, bytes: 0, kept: 0, last_at: null });
     db.close();
   });
 
@@ -166,7 +166,7 @@ describe('docex-sync prune', () => {
     const again = await pruneAt(w, 200, false);
     expect(again.lines).toEqual(['Pruned: 0 file(s) deleted, 0 bytes.']);
     const db = new StateDb(w.config().state_db);
-    const totals = db.prunedTotals();
+    const totals = db.retention.prunedTotals();
     db.close();
     expect(totals.kept).toBe(1);
     expect(totals.deleted).toBe(2 + 1 + 3 * 2); // failed + report, a's original, 3 result files of each
@@ -236,10 +236,10 @@ describe('where the original went', () => {
     const daemon = await w.start();
     const inbox = join(w.dir, 'inbox');
     await writeFile(join(inbox, 'a.txt'), invoice('FIRST-1'));
-    await until('the first a.txt archived', () => daemon.db.counts().archived === 1);
+    await until('the first a.txt archived', () => daemon.db.fileCounts.counts().archived === 1);
     await writeFile(join(inbox, 'a.txt'), invoice('SECOND-2'));
-    await until('the second a.txt archived', () => daemon.db.counts().archived === 2);
-    const paths = daemon.db.inState('archived').map((r) => r.archive_path);
+    await until('the second a.txt archived', () => daemon.db.fileCounts.counts().archived === 2);
+    const paths = daemon.db.files.inState('archived').map((r) => r.archive_path);
     await daemon.stop();
     expect(paths.map((p) => p!.replace(/^.*\//, ''))).toEqual(['a.txt', 'a (2).txt']);
     const processed = join(w.dir, 'processed');

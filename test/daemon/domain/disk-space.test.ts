@@ -145,12 +145,12 @@ describe('the state DB', () => {
         'CREATE TABLE parent (id INTEGER PRIMARY KEY); CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)',
       );
       db.db.pragma('foreign_keys = ON');
-      db.discover({ watch: '/w', path: '/w/a', rel: 'a', size: 1, mtimeMs: 1, ino: 1 }, 1000, 10);
+      db.files.discover({ watch: '/w', path: '/w/a', rel: 'a', size: 1, mtimeMs: 1, ino: 1 }, 1000, 10);
       db.db.exec('INSERT INTO child VALUES (42)');
       await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
       expect(failures).toHaveLength(1);
       expect((failures[0] as { code: string }).code).toBe('SQLITE_CONSTRAINT_FOREIGNKEY');
-      expect(db.counts().discovered).toBe(0); // rolled back: the DB keeps the state before the batch
+      expect(db.fileCounts.counts().discovered).toBe(0); // rolled back: the DB keeps the state before the batch
       db.close();
     } finally {
       await rm(dir, { recursive: true, force: true });

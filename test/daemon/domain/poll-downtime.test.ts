@@ -106,7 +106,7 @@ function watchedClient(w: World) {
 type Watched = ReturnType<typeof watchedClient>;
 
 const archived = (daemon: RunningDaemon, name: string) =>
-  daemon.db.inState('archived').some((r) => r.rel === name);
+  daemon.db.files.inState('archived').some((r) => r.rel === name);
 
 /** When the file's first poll is due after its upload's answer, as the daemon scheduled it (ms). */
 function scheduledFirstPoll(daemon: RunningDaemon, name: string): string {
@@ -169,7 +169,7 @@ describe('poll timing across time docex-sync was not running', () => {
     // answer after a 500-ms poll; at most twice the poll before on a machine busy enough to delay it.
     expect(scheduled[0]).toBe(INTERVAL_MS);
     for (const ms of scheduled) expect(ms).toBeLessThanOrEqual(2 * INTERVAL_MS);
-    expect(daemon.db.counts().failed).toBe(0);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
   });
 
   it('a process stopped an hour while its first poll was out: the next files are polled within twice the interval', async () => {
@@ -191,6 +191,6 @@ describe('poll timing across time docex-sync was not running', () => {
     const scheduled = await dropOneByOne(w, daemon, watched, ['b.txt', 'c.txt', 'd.txt']);
     // The hour-late answer moved the aim from the first poll's 500 ms to 1 s at most.
     for (const ms of scheduled) expect(ms).toBeLessThanOrEqual(2 * INTERVAL_MS);
-    expect(daemon.db.counts().failed).toBe(0);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
   });
 });

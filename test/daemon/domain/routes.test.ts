@@ -76,7 +76,7 @@ describe('routing by subfolder', () => {
       try {
         await until(
           'four archived and one held',
-          () => daemon.db.counts().archived === 4 && daemon.db.counts().held === 1,
+          () => daemon.db.fileCounts.counts().archived === 4 && daemon.db.fileCounts.counts().held === 1,
           30_000,
         );
         const a = await resultOf(world, 'a');
@@ -102,7 +102,7 @@ describe('routing by subfolder', () => {
         ]);
         // Held: still where it was dropped, never uploaded, with a reason a person can act on.
         expect(await readFile(join(inbox, 'Misc', 'm.pdf'), 'utf8')).toBe(invoice('M-1'));
-        const [held] = daemon.db.inState('held');
+        const [held] = daemon.db.files.inState('held');
         expect(held!.reason).toBe(
           'subfolder "Misc" is mapped by no route (routes: Supplier A, B, branches); add a route for it to the config, or move the file into a mapped subfolder',
         );
@@ -144,8 +144,8 @@ describe('routing by subfolder', () => {
       );
       const again = await world.start();
       try {
-        await until('the held file archived', () => again.db.counts().archived === 5, 30_000);
-        expect(again.db.counts().held).toBe(0);
+        await until('the held file archived', () => again.db.fileCounts.counts().archived === 5, 30_000);
+        expect(again.db.fileCounts.counts().held).toBe(0);
         expect((await resultOf(world, 'm')).document.template_id).toBe(setup.other);
       } finally {
         await again.stop();
@@ -184,8 +184,12 @@ describe('routing by subfolder', () => {
       const daemon = await world.start();
       let documents: Map<string, number>;
       try {
-        await until('all four archived', () => daemon.db.counts().archived === files.length, 30_000);
-        documents = new Map(daemon.db.inState('archived').map((r) => [r.rel, r.document_id!]));
+        await until(
+          'all four archived',
+          () => daemon.db.fileCounts.counts().archived === files.length,
+          30_000,
+        );
+        documents = new Map(daemon.db.files.inState('archived').map((r) => [r.rel, r.document_id!]));
       } finally {
         await daemon.stop();
       }

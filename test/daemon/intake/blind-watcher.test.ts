@@ -150,9 +150,9 @@ describe('a blind watcher in the running daemon', () => {
     // The rescan (every second here) is the only way in: a file each time, processed.
     for (let i = 1; i <= BLIND_AFTER_RESCANS; i++) {
       await writeFile(join(inbox, `n-${i}.txt`), invoice(`N-${i}`));
-      await until(`n-${i}.txt archived`, () => daemon.db.counts().archived === i);
+      await until(`n-${i}.txt archived`, () => daemon.db.fileCounts.counts().archived === i);
     }
-    await until('the blind watcher recorded', () => daemon.db.blindWatchers()[inbox]);
+    await until('the blind watcher recorded', () => daemon.db.flags.blindWatchers()[inbox]);
     const advice = 'set polling: true for this folder';
 
     const api = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as StatusSnapshot;
@@ -186,8 +186,11 @@ describe('a blind watcher in the running daemon', () => {
     await daemon.stop();
     const again = await w.start();
     await writeFile(join(inbox, 'later.txt'), invoice('L-1'));
-    await until('later.txt archived', () => again.db.counts().archived === BLIND_AFTER_RESCANS + 1);
-    await until('the blind watcher cleared', () => !again.db.blindWatchers()[inbox]);
+    await until(
+      'later.txt archived',
+      () => again.db.fileCounts.counts().archived === BLIND_AFTER_RESCANS + 1,
+    );
+    await until('the blind watcher cleared', () => !again.db.flags.blindWatchers()[inbox]);
     // `status` runs as another process: it sees the clearing once the daemon's batch commits.
     await until('status no longer says it', () => !renderStatus(cliStatus(w.config())).includes(advice));
   });

@@ -265,9 +265,9 @@ describe('include with a recursive watch, end to end', () => {
     await writeFile(join(inbox, 'sub', 'deeper', 'notes.txt'), 'not selected');
     const daemon = await world.start();
     try {
-      await until('all three archived', () => daemon.db.inState('archived').length === 3, 30_000);
+      await until('all three archived', () => daemon.db.files.inState('archived').length === 3, 30_000);
       expect(
-        daemon.db
+        daemon.db.files
           .inState('archived')
           .map((r) => r.rel)
           .sort(),

@@ -34,22 +34,23 @@ describe('what a scan compares with', () => {
         mtimeMs: 1,
         ino: 7,
       });
-      db.discoverMany('/w', [file('old.pdf'), file('again.pdf', 1)], 0, 0);
-      for (const row of db.inState('discovered')) db.update(row.id, { state: 'archived', next_at: NEVER }, 1);
-      db.discoverMany('/w', [file('again.pdf', 2), file('new.pdf')], 2, 0);
-      db.discoverMany('/v', [{ ...file('other.pdf'), path: '/v/other.pdf' }], 2, 0);
+      db.files.discoverMany('/w', [file('old.pdf'), file('again.pdf', 1)], 0, 0);
+      for (const row of db.files.inState('discovered'))
+        db.files.update(row.id, { state: 'archived', next_at: NEVER }, 1);
+      db.files.discoverMany('/w', [file('again.pdf', 2), file('new.pdf')], 2, 0);
+      db.files.discoverMany('/v', [{ ...file('other.pdf'), path: '/v/other.pdf' }], 2, 0);
       db.flush();
 
       const listed = ['/w/old.pdf', '/w/again.pdf', '/w/new.pdf', '/w/unknown.pdf', '/v/other.pdf'];
-      const inPipeline = db.known('/w', listed, false);
+      const inPipeline = db.files.known('/w', listed, false);
       expect([...inPipeline.keys()].sort()).toEqual(['/w/again.pdf', '/w/new.pdf']);
       expect(inPipeline.get('/w/again.pdf')).toMatchObject({ state: 'discovered', size: 2 });
-      expect([...db.known('/w', ['/w/new.pdf'], false).keys()]).toEqual(['/w/new.pdf']);
-      expect(db.known('/w', [], false).size).toBe(0);
+      expect([...db.files.known('/w', ['/w/new.pdf'], false).keys()]).toEqual(['/w/new.pdf']);
+      expect(db.files.known('/w', [], false).size).toBe(0);
       // Not held by a row in the pipeline: archived, unknown, or another watch's.
-      expect(db.unheld('/w', listed)).toEqual([0, 3, 4]);
+      expect(db.files.unheld('/w', listed)).toEqual([0, 3, 4]);
 
-      const all = db.known('/w', listed, true);
+      const all = db.files.known('/w', listed, true);
       expect([...all.keys()].sort()).toEqual(['/w/again.pdf', '/w/new.pdf', '/w/old.pdf']);
       expect(all.get('/w/again.pdf')).toMatchObject({ state: 'discovered', size: 2 }); // the latest row wins
       expect(all.get('/w/old.pdf')).toMatchObject({ state: 'archived' });
@@ -105,8 +106,8 @@ describe('what a scan compares with', () => {
       expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), p.stats(1))).toBe(0);
       expect(p.looked).toEqual([['a.pdf', 'b.pdf']]); // the second scan looked at nothing
 
-      const b = p.db.current('/w/b.pdf')!;
-      p.db.update(b.id, { state: 'archived', next_at: NEVER }, 2);
+      const b = p.db.files.current('/w/b.pdf')!;
+      p.db.files.update(b.id, { state: 'archived', next_at: NEVER }, 2);
       expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf', 'c.pdf'), p.stats(2))).toBe(2);
       expect(p.looked[1]).toEqual(['b.pdf', 'c.pdf']);
       expect(p.rows()).toEqual([
@@ -144,7 +145,7 @@ describe('what a scan compares with', () => {
     try {
       const look = async (listed: Listed[]) => {
         const found = await p.stats(1)(listed);
-        other.discover({ watch: '/w', ...found[1]! }, 5, 0); // e.g. a mail intake of its own
+        other.files.discover({ watch: '/w', ...found[1]! }, 5, 0); // e.g. a mail intake of its own
         other.flush();
         return found;
       };
@@ -163,10 +164,10 @@ describe('what a scan compares with', () => {
     const p = await scanPipeline();
     const keep = await scanPipeline('keep');
     try {
-      const reads = vi.spyOn(p.db, 'known');
+      const reads = vi.spyOn(p.db.files, 'known');
       expect(await p.pipeline.ingest(p.watch, p.list('a.pdf', 'b.pdf'), p.stats(1))).toBe(2);
       expect(reads).not.toHaveBeenCalled();
-      const keptReads = vi.spyOn(keep.db, 'known');
+      const keptReads = vi.spyOn(keep.db.files, 'known');
       expect(await keep.pipeline.ingest(keep.watch, keep.list('a.pdf'), keep.stats(1))).toBe(1);
       expect(keptReads).toHaveBeenCalledTimes(1);
     } finally {
@@ -179,8 +180,8 @@ describe('what a scan compares with', () => {
     const p = await scanPipeline('keep');
     try {
       await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(1));
-      const kept = p.db.current('/w/kept.pdf')!;
-      p.db.update(kept.id, { state: 'archived', next_at: NEVER }, 2);
+      const kept = p.db.files.current('/w/kept.pdf')!;
+      p.db.files.update(kept.id, { state: 'archived', next_at: NEVER }, 2);
       expect(await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(1))).toBe(0);
       expect(await p.pipeline.ingest(p.watch, p.list('kept.pdf'), p.stats(5))).toBe(1);
       expect(p.looked).toEqual([['kept.pdf'], ['kept.pdf'], ['kept.pdf']]);
@@ -195,10 +196,10 @@ describe('what a scan compares with', () => {
     const inbox = join(world.dir, 'inbox', 'back.txt');
     await writeFile(inbox, invoice('R-1'));
     const { mtime } = await stat(inbox);
-    await until('archived', () => daemon.db.counts().archived === 1, 10_000);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 10_000);
     await cp(join(world.dir, 'processed', 'back.txt'), inbox, { preserveTimestamps: true });
     await utimes(inbox, mtime, mtime);
-    await until('archived again', () => daemon.db.counts().archived === 2, 10_000);
+    await until('archived again', () => daemon.db.fileCounts.counts().archived === 2, 10_000);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(['back (2).txt', 'back.txt']);
   });
 
@@ -207,12 +208,12 @@ describe('what a scan compares with', () => {
     const daemon = await world.start();
     const kept = join(world.dir, 'inbox', 'kept.txt');
     await writeFile(kept, invoice('K-1'));
-    await until('archived', () => daemon.db.counts().archived === 1, 10_000);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 10_000);
     const seen = rescans(world);
     await until('two more rescans', () => rescans(world!) >= seen + 2, 10_000);
-    expect(daemon.db.counts()).toMatchObject({ archived: 1, discovered: 0 });
+    expect(daemon.db.fileCounts.counts()).toMatchObject({ archived: 1, discovered: 0 });
     await appendFile(kept, 'Widget | 1,00\n');
-    await until('the changed file archived too', () => daemon.db.counts().archived === 2, 10_000);
+    await until('the changed file archived too', () => daemon.db.fileCounts.counts().archived === 2, 10_000);
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['kept.txt']);
   });
 });

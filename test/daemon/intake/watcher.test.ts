@@ -227,10 +227,10 @@ describe('end to end, between scans', () => {
     const daemon = await w.start();
     await mkdir(join(w.dir, 'inbox', '2026', 'march'), { recursive: true });
     await writeFile(join(w.dir, 'inbox', '2026', 'march', 'inv.txt'), invoice('W-1'));
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     // Dropped once the folder is known: only its own watcher can report it.
     await writeFile(join(w.dir, 'inbox', '2026', 'march', 'later.txt'), invoice('W-3'));
-    await until('archived', () => daemon.db.counts().archived === 2);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 2);
     expect((await readdir(join(w.dir, 'processed', '2026', 'march'))).sort()).toEqual([
       'inv.txt',
       'later.txt',
@@ -244,7 +244,7 @@ describe('end to end, between scans', () => {
       Buffer.concat([Buffer.from(`${w.dir}/inbox/na`), Buffer.from([0xef]), Buffer.from('ve.txt')]),
       invoice('W-2'),
     );
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     expect(await readdir(join(w.dir, 'processed'))).toEqual(['naïve.txt']);
   });
 });

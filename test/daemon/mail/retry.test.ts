@@ -44,7 +44,7 @@ describe('retry and approve of mail attachments (real dovecot)', () => {
     const failed = await until(
       'three attachments failed into the failed folder',
       () => {
-        const rows = running.db.inState('failed').filter((r) => r.finalized);
+        const rows = running.db.files.inState('failed').filter((r) => r.finalized);
         return rows.length === 3 ? rows : undefined;
       },
       30_000,
@@ -101,15 +101,15 @@ describe('retry and approve of mail attachments (real dovecot)', () => {
     );
     expect(results.map((r) => r.message.attachment).sort()).toEqual(['B-1.pdf', 'B-2.pdf', 'B-3.pdf']);
     expect(results.every((r) => r.message.message_id === '<broken-scans@supplier.test>')).toBe(true);
-    await until('all archived', () => running.db.counts().archived === 3 || undefined);
-    expect(running.db.counts().failed).toBe(0);
+    await until('all archived', () => running.db.fileCounts.counts().archived === 3 || undefined);
+    expect(running.db.fileCounts.counts().failed).toBe(0);
 
     // `docex-sync approve` looks the watch up the same way. A mailbox has no review rules, so none
     // of its files waits for review in a run: one is put in that state here, as a review rule would.
     const id = byName['B-1.pdf']!.id;
     await running.stop();
     const db = new StateDb(w.config().state_db);
-    db.update(id, { state: 'review' }, Date.now());
+    db.files.update(id, { state: 'review' }, Date.now());
     db.close();
     const approved = await syncInProcess(['approve', '--config', w.configFile, '--all']);
     expect({ code: approved.code, stdout: approved.stdout, stderr: approved.stderr }).toEqual({

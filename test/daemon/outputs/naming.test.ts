@@ -48,7 +48,7 @@ describe('names from the data', () => {
       await writeFile(join(inbox, 'none.pdf'), doc(undefined, 'R-9'));
       const daemon = await world.start();
       try {
-        await until('five archived', () => daemon.db.counts().archived === 5, 60_000);
+        await until('five archived', () => daemon.db.fileCounts.counts().archived === 5, 60_000);
       } finally {
         await daemon.stop();
       }

@@ -51,7 +51,7 @@ describe('results operators can use', () => {
     // Positions 1..4 in the helper: Invoice number, Total | Description, Amount (alphabetically: Amount first).
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1'));
     await writeFile(join(world.dir, 'inbox', 'b.txt'), invoice('B-1'));
-    await until('both archived', () => daemon.db.counts().archived === 2);
+    await until('both archived', () => daemon.db.fileCounts.counts().archived === 2);
     expect(world.emulator.stats().requestsByOperation.fetch_template).toBe(1);
     expect(world.emulator.stats().requestsByOperation.fetch_field).toBe(4);
 
@@ -107,9 +107,9 @@ describe('results operators can use', () => {
     const dir = world.dir;
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'same.txt'), invoice('S-1'));
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     await writeFile(join(world.dir, 'inbox', 'same.txt'), invoice('S-2'));
-    await until('archived', () => daemon.db.counts().archived === 2);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 2);
     const names = (await readdir(join(world.dir, 'results'))).filter((n) => n.endsWith('.json'));
     const archived = await Promise.all(
       names.map(
@@ -124,7 +124,7 @@ describe('results operators can use', () => {
     // The planned name was taken between the results and the move: the JSON is corrected afterwards.
     const writer = new ResultWriter(createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET }));
     const target = { output: join(dir, 'results'), formats: ['json'] as const };
-    const documentId = daemon.db.inState('archived')[0]!.document_id!;
+    const documentId = daemon.db.files.inState('archived')[0]!.document_id!;
     await writer.recordArchive(target, 'same.txt', documentId, '/elsewhere/same (3).txt');
     const json = JSON.parse(
       await readFile(join(dir, 'results', `same.doc-${documentId}.json`), 'utf8'),
@@ -137,7 +137,7 @@ describe('results operators can use', () => {
     world = await makeWorld({ watchYaml: '    csv_style: excel' });
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'eu.txt'), invoice('E-1', '1.234,50'));
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     const { fields, lines } = await resultFiles(join(world.dir, 'results'), 'eu.');
     expect(fields.startsWith('\uFEFFdocument_id;document_name;source_file;fraud_verdict;')).toBe(true);
     const [, row] = parseCsv(fields.slice(1), ';');
@@ -271,7 +271,7 @@ describe('results operators can use', () => {
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'r.txt'), invoice('R-1'));
     await writeFile(join(world.dir, 'inbox', 's.txt'), invoice('S-1'));
-    await until('archived', () => daemon.db.counts().archived === 2);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 2);
     const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
     const before = await resultFiles(join(world.dir, 'results'), 'r.');
     const job = { name: 'cli', template_id: world.templateId, override: true, dry_run: false };

@@ -49,10 +49,10 @@ async function corrected() {
   const w = (world = await reviewWorld({ extra: 'http: { port: 0 }\n' }));
   await writeFile(join(w.dir, 'inbox', 'low.txt'), LOW);
   const daemon = await w.start();
-  await until('held for review', () => daemon.db.counts().review === 1, 30_000);
-  const id = daemon.db.inReview(1)[0]!.id;
+  await until('held for review', () => daemon.db.fileCounts.counts().review === 1, 30_000);
+  const id = daemon.db.fileCounts.inReview(1)[0]!.id;
   await correctOnPage(daemon, id, { Total: '12,50' });
-  await until('archived', () => daemon.db.get(id)!.state === 'archived', 30_000);
+  await until('archived', () => daemon.db.files.get(id)!.state === 'archived', 30_000);
   const client = createNodeClient({ baseUrl: w.emulator.url, apiKey: SECRET });
   const logs: string[] = [];
   const log = createLogger('debug', {

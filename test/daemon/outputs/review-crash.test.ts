@@ -29,8 +29,8 @@ const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 async function heldThenStopped(w: World): Promise<number> {
   await writeFile(join(w.dir, 'inbox', 'low.txt'), LOW);
   const daemon = await w.start();
-  await until('held for review', () => daemon.db.counts().review === 1);
-  const id = daemon.db.inReview(1)[0]!.id;
+  await until('held for review', () => daemon.db.fileCounts.counts().review === 1);
+  const id = daemon.db.fileCounts.inReview(1)[0]!.id;
   await daemon.stop();
   return id;
 }
@@ -38,7 +38,7 @@ async function heldThenStopped(w: World): Promise<number> {
 /** The DB as a crash before the held-for-review commit left it: done, its place in review_dir recorded. */
 function back(w: World, id: number, changes: Record<string, unknown>) {
   const db = new StateDb(w.config().state_db);
-  db.update(id, changes, Date.now());
+  db.files.update(id, changes, Date.now());
   db.close();
 }
 
@@ -54,7 +54,7 @@ describe('the review queue after a crash', () => {
     const id = await heldThenStopped(world);
     back(world, id, { state: 'done', next_at: 0 });
     const daemon = await world.start();
-    await until('held again', () => daemon.db.get(id)!.state === 'review');
+    await until('held again', () => daemon.db.files.get(id)!.state === 'review');
     expect(await tree(join(world.dir, 'inbox'))).toEqual([]);
     expect((await tree(join(world.dir, 'review'))).filter((f) => f === 'low.txt')).toHaveLength(1);
     expect(await reviewCsvRows(world)).toHaveLength(1);
@@ -68,7 +68,7 @@ describe('the review queue after a crash', () => {
     await link(join(world.dir, 'review', 'low.txt'), join(world.dir, 'inbox', 'low.txt'));
     back(world, id, { state: 'done', next_at: 0 });
     const daemon = await world.start();
-    await until('held again', () => daemon.db.get(id)!.state === 'review');
+    await until('held again', () => daemon.db.files.get(id)!.state === 'review');
     expect(await tree(join(world.dir, 'inbox'))).toEqual([]);
     expect(await readFile(join(world.dir, 'review', 'low.txt'), 'utf8')).toBe(LOW);
     expect(world.emulator.stats().uploadsByHash[sha(LOW)]).toBe(1);
@@ -82,8 +82,8 @@ describe('the review queue after a crash', () => {
     await writeFile(join(world.dir, 'review', 'low.txt'), 'someone else’s file\n');
     back(world, id, { state: 'done', next_at: 0 });
     const daemon = await world.start();
-    await until('blocked', () => daemon.db.get(id)!.blocked !== null);
-    expect(daemon.db.get(id)!.blocked).toBe(
+    await until('blocked', () => daemon.db.files.get(id)!.blocked !== null);
+    expect(daemon.db.files.get(id)!.blocked).toBe(
       `could not archive the source file: ${join(world.dir, 'review', 'low.txt')} is taken by another file; the original stays at ${join(world.dir, 'inbox', 'low.txt')}`,
     );
     expect(await readFile(join(world.dir, 'review', 'low.txt'), 'utf8')).toBe('someone else’s file\n');
@@ -95,7 +95,7 @@ describe('the review queue after a crash', () => {
     const id = await heldThenStopped(world);
     const db = new StateDb(world.config().state_db);
     approveReviewed({ db, config: world.config() }, [id]);
-    const row = db.get(id)!;
+    const row = db.files.get(id)!;
     db.close();
     // What release had done before the crash: results written into output (copied here), review copies
     // and review.json removed. The original still waits in review_dir; the DB says done, approved.
@@ -109,7 +109,7 @@ describe('the review queue after a crash', () => {
     }
     await rm(join(world.dir, 'review', `${base}.review.json`));
     const daemon = await world.start();
-    await until('archived', () => daemon.db.get(id)!.state === 'archived');
+    await until('archived', () => daemon.db.files.get(id)!.state === 'archived');
     expect(await tree(join(world.dir, 'processed'))).toEqual(['low.txt']);
     expect((await tree(join(world.dir, 'review'))).filter((f) => !f.startsWith('review-'))).toEqual([]);
     const results = await tree(join(world.dir, 'results'));
@@ -123,15 +123,15 @@ describe('the review queue after a crash', () => {
     const id = await heldThenStopped(world);
     const db = new StateDb(world.config().state_db);
     approveReviewed({ db, config: world.config() }, [id]);
-    const documentId = db.get(id)!.document_id;
+    const documentId = db.files.get(id)!.document_id;
     db.close();
     let daemon = await world.start();
-    await until('archived', () => daemon.db.get(id)!.state === 'archived');
+    await until('archived', () => daemon.db.files.get(id)!.state === 'archived');
     await daemon.stop();
     // Replayed as if the archived commit had been lost: the release finds its work done.
     back(world, id, { state: 'done', next_at: 0 });
     daemon = await world.start();
-    await until('archived again', () => daemon.db.get(id)!.state === 'archived');
+    await until('archived again', () => daemon.db.files.get(id)!.state === 'archived');
     expect(await tree(join(world.dir, 'processed'))).toEqual(['low.txt']);
     const daily = (await tree(join(world.dir, 'results'))).find((f) => f.startsWith('daily-'))!;
     const rows = parseCsv(await readFile(join(world.dir, 'results', daily), 'utf8'), ',').slice(1);

@@ -62,7 +62,7 @@ async function eachFileOwnsItsRecords(
   outcomes: { [path: string]: 'processed' | 'duplicate' },
 ) {
   const review = join(w.dir, 'to-review');
-  const rowOf = (path: string) => daemon.db.current(path) as FileRow;
+  const rowOf = (path: string) => daemon.db.files.current(path) as FileRow;
   const [first, second] = files.map((f) => ({ ...f, id: rowOf(f.path).id }));
 
   // Held: a review.json for each file, naming its own source, original and result files.
@@ -113,8 +113,8 @@ async function eachFileOwnsItsRecords(
   expect.soft(secondFiles, "the second's review.json, original and three result files").toHaveLength(5);
   const secondBefore = await snapshot(secondFiles);
   await approveOnPage(daemon, first!.id);
-  await until('the first archived', () => daemon.db.get(first!.id)!.state === 'archived', 30_000);
-  expect.soft(daemon.db.get(second!.id)!.state).toBe('review');
+  await until('the first archived', () => daemon.db.files.get(first!.id)!.state === 'archived', 30_000);
+  expect.soft(daemon.db.files.get(second!.id)!.state).toBe('review');
   expect
     .soft(
       await snapshot(Object.keys(secondBefore)).catch((e: Error) => e.message),
@@ -123,7 +123,7 @@ async function eachFileOwnsItsRecords(
     .toEqual(secondBefore);
 
   await approveOnPage(daemon, second!.id);
-  await until('the second archived', () => daemon.db.get(second!.id)!.state === 'archived', 30_000);
+  await until('the second archived', () => daemon.db.files.get(second!.id)!.state === 'archived', 30_000);
 
   // Each file's own result JSON: its source, where its original went, its outcome.
   const results = join(w.dir, 'results');
@@ -132,7 +132,7 @@ async function eachFileOwnsItsRecords(
     .soft([...written.values()].map((j) => j.source_file).sort(), 'one result JSON per file')
     .toEqual(files.map((f) => f.path).sort());
   for (const f of files) {
-    const row = daemon.db.get(rowOf(f.path).id)!;
+    const row = daemon.db.files.get(rowOf(f.path).id)!;
     const json = [...written.values()].find((j) => j.source_file === f.path);
     expect.soft(json?.archived_to, `archived_to of ${f.path}`).toBe(row.archive_path);
     expect.soft(json?.outcome, `outcome of ${f.path}`).toBe(outcomes[f.path]);
@@ -146,12 +146,14 @@ async function eachFileOwnsItsRecords(
   expect
     .soft(dailyRows.map((r) => [r.source_file, r.archived_to, r.outcome]).sort(), 'daily CSV rows')
     .toEqual(
-      files.map((f) => [f.path, daemon.db.get(rowOf(f.path).id)!.archive_path, outcomes[f.path]]).sort(),
+      files
+        .map((f) => [f.path, daemon.db.files.get(rowOf(f.path).id)!.archive_path, outcomes[f.path]])
+        .sort(),
     );
 
   // Prune, long after: each file's original and results listed once.
   const expected = [
-    ...files.map((f) => daemon.db.get(rowOf(f.path).id)!.archive_path!),
+    ...files.map((f) => daemon.db.files.get(rowOf(f.path).id)!.archive_path!),
     ...(await tree(results)).filter((f) => !f.startsWith('daily-')).map((f) => join(results, f)),
   ];
   await daemon.stop();
@@ -179,9 +181,9 @@ describe('one set of records per file', () => {
       const copy = await drop(world, 'R-1001 copy.txt', text);
       const routed = await drop(world, 'ACME GmbH/2026/R-1001.txt', text);
       const daemon = await world.start();
-      await until('both held for review', () => daemon.db.counts().review === 2, 60_000);
+      await until('both held for review', () => daemon.db.fileCounts.counts().review === 2, 60_000);
       // Whichever was uploaded first is processed; the other reuses its document (the same bytes).
-      const rows = [copy, routed].map((p) => daemon.db.current(p)!);
+      const rows = [copy, routed].map((p) => daemon.db.files.current(p)!);
       expect(rows[0]!.document_id).toBe(rows[1]!.document_id);
       const outcomes = Object.fromEntries(rows.map((r) => [r.path, r.outcome as 'processed' | 'duplicate']));
       expect(Object.values(outcomes).sort()).toEqual(['duplicate', 'processed']);
@@ -206,12 +208,12 @@ describe('one set of records per file', () => {
       const newer = heldInvoice('Gadget | 6,00\n');
       const a = await drop(world, 'ACME GmbH/2025/R-1001.txt', older);
       let daemon = await world.start();
-      await until('the first held', () => daemon.db.counts().review === 1, 60_000);
+      await until('the first held', () => daemon.db.fileCounts.counts().review === 1, 60_000);
       await daemon.stop();
       const b = await drop(world, 'ACME GmbH/2026/R-1001.txt', newer);
       daemon = await world.start();
-      await until('both held', () => daemon.db.counts().review === 2, 60_000);
-      expect(daemon.db.current(a)!.document_id).not.toBe(daemon.db.current(b)!.document_id);
+      await until('both held', () => daemon.db.fileCounts.counts().review === 2, 60_000);
+      expect(daemon.db.files.current(a)!.document_id).not.toBe(daemon.db.files.current(b)!.document_id);
       await eachFileOwnsItsRecords(
         world,
         daemon,
@@ -232,8 +234,8 @@ describe('one set of records per file', () => {
       const daemon = await world.start();
       const text = invoice('A-1');
       const path = await drop(world, 'a.txt', text);
-      await until('the first archived', () => daemon.db.current(path)?.state === 'archived');
-      const first = daemon.db.current(path)!;
+      await until('the first archived', () => daemon.db.files.current(path)?.state === 'archived');
+      const first = daemon.db.files.current(path)!;
       const results = join(world.dir, 'results');
       const firstFiles = (await tree(results))
         .filter((f) => !f.startsWith('daily-'))
@@ -243,10 +245,10 @@ describe('one set of records per file', () => {
 
       await drop(world, 'a.txt', text);
       await until('the second archived', () => {
-        const row = daemon.db.current(path);
+        const row = daemon.db.files.current(path);
         return row !== undefined && row.id !== first.id && row.state === 'archived';
       });
-      const second = daemon.db.current(path)!;
+      const second = daemon.db.files.current(path)!;
       expect([second.outcome, second.document_id]).toEqual(['duplicate', first.document_id]);
       expect.soft(await snapshot(firstFiles), "the first file's results").toEqual(before);
       const written = await jsonFiles<ResultJson>(results, '.json');
@@ -293,7 +295,7 @@ describe('records two files shared before each file got names of its own', () =>
       const copy = await drop(world, 'R-1001 copy.txt', text);
       const routed = await drop(world, 'ACME GmbH/2026/R-1001.txt', text);
       let daemon = await world.start();
-      await until('both held for review', () => daemon.db.counts().review === 2, 60_000);
+      await until('both held for review', () => daemon.db.fileCounts.counts().review === 2, 60_000);
       await daemon.stop();
       // What an earlier docex-sync left: both rows name one base, whose review files are the routed
       // file's (written last, over the copy's).
@@ -315,11 +317,11 @@ describe('records two files shared before each file got names of its own', () =>
       const before = await snapshot(routedFiles);
 
       daemon = await world.start();
-      const copyRow = daemon.db.current(copy)!;
-      const routedRow = daemon.db.current(routed)!;
+      const copyRow = daemon.db.files.current(copy)!;
+      const routedRow = daemon.db.files.current(routed)!;
       await approveOnPage(daemon, copyRow.id);
-      await until('the copy held back with the reason', () => daemon.db.get(copyRow.id)!.blocked);
-      expect(daemon.db.get(copyRow.id)!.blocked).toContain(
+      await until('the copy held back with the reason', () => daemon.db.files.get(copyRow.id)!.blocked);
+      expect(daemon.db.files.get(copyRow.id)!.blocked).toContain(
         `is the review of another file (${routed}), not of ${copy}: it is left alone`,
       );
       expect(await snapshot(routedFiles)).toEqual(before);
@@ -327,7 +329,7 @@ describe('records two files shared before each file got names of its own', () =>
       await approveOnPage(daemon, routedRow.id);
       await until(
         'the routed file archived',
-        () => daemon.db.get(routedRow.id)!.state === 'archived',
+        () => daemon.db.files.get(routedRow.id)!.state === 'archived',
         30_000,
       );
       const json = JSON.parse(
@@ -335,12 +337,12 @@ describe('records two files shared before each file got names of its own', () =>
       ) as ResultJson;
       expect([json.source_file, json.archived_to]).toEqual([
         routed,
-        daemon.db.get(routedRow.id)!.archive_path,
+        daemon.db.files.get(routedRow.id)!.archive_path,
       ]);
       // The copy still waits, and still says why: its review files are gone with the other's.
-      expect(daemon.db.get(copyRow.id)!.state).toBe('done');
+      expect(daemon.db.files.get(copyRow.id)!.state).toBe('done');
       await until('the copy says its review is gone', () =>
-        daemon.db.get(copyRow.id)!.blocked?.includes("are not this file's results"),
+        daemon.db.files.get(copyRow.id)!.blocked?.includes("are not this file's results"),
       );
       await daemon.stop();
 
@@ -374,16 +376,20 @@ describe('failed files', () => {
       );
       const daemon = await world.start();
       const path = await drop(world, 'x.txt', ''); // empty: fails without a request
-      await until('the first failed and reported', () => daemon.db.lastFailed(5)[0]?.finalized === 1, 30_000);
+      await until(
+        'the first failed and reported',
+        () => daemon.db.fileCounts.lastFailed(5)[0]?.finalized === 1,
+        30_000,
+      );
       await drop(world, 'x.txt', invoice('X-2'));
-      await until('the second recorded', () => daemon.db.current(path)?.state === 'discovered');
+      await until('the second recorded', () => daemon.db.files.current(path)?.state === 'discovered');
       await rm(path);
       await until(
         'both failed and reported',
-        () => daemon.db.lastFailed(5).filter((r) => r.finalized === 1).length === 2,
+        () => daemon.db.fileCounts.lastFailed(5).filter((r) => r.finalized === 1).length === 2,
         30_000,
       );
-      const [second, first] = daemon.db.lastFailed(5);
+      const [second, first] = daemon.db.fileCounts.lastFailed(5);
       const reports = await jsonFiles<{ reason: string }>(join(world.dir, 'failed'), '.error.json');
       expect
         .soft([...reports.values()].map((r) => r.reason).sort())

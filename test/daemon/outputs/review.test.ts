@@ -65,7 +65,7 @@ describe('the review queue', () => {
         await until(
           'every file held or archived',
           () => {
-            const c = daemon.db.counts();
+            const c = daemon.db.fileCounts.counts();
             return c.review === 5 && c.archived === 6;
           },
           60_000,
@@ -91,7 +91,7 @@ describe('the review queue', () => {
         ]);
         expect(await tree(inbox)).toEqual([]);
         // Nothing of a held document reached output: no result file, no row in output's daily CSV.
-        const heldIds = daemon.db.inReview(10).map((r) => r.document_id);
+        const heldIds = daemon.db.fileCounts.inReview(10).map((r) => r.document_id);
         const output = await tree(join(world.dir, 'results'));
         for (const id of heldIds) expect(output.filter((f) => f.includes(`.doc-${id}.`))).toEqual([]);
         const dailyBefore = output.find((f) => f.startsWith('daily-'))!;
@@ -201,7 +201,7 @@ describe('the review queue', () => {
           approved: ids,
           skipped: [],
         });
-        await until('approved files archived', () => daemon.db.counts().archived === 11, 30_000);
+        await until('approved files archived', () => daemon.db.fileCounts.counts().archived === 11, 30_000);
         expect(await tree(review)).toEqual([csvName]);
         const processed = await tree(join(world.dir, 'processed'));
         for (const name of heldNames) expect(processed).toContain(name);
@@ -270,7 +270,7 @@ describe('the review queue', () => {
       await until(
         'all six finished',
         () => {
-          const c = daemon.db.counts();
+          const c = daemon.db.fileCounts.counts();
           return c.review + c.archived === 6;
         },
         60_000,
@@ -306,10 +306,10 @@ describe('the review queue with names from the data and hostile data', () => {
       );
       await writeFile(join(world.dir, 'inbox', 'scan-0001.txt'), 'Invoice number: R-77\nWidget | 4,00\n');
       const daemon = await world.start();
-      await until('held', () => daemon.db.counts().review === 1);
+      await until('held', () => daemon.db.fileCounts.counts().review === 1);
       expect(await tree(join(world.dir, 'review'))).toContain('R-77.txt');
       approveReviewed({ db: daemon.db, config: world.config(), wake: () => daemon.pipeline.wake() }, 'all');
-      await until('archived', () => daemon.db.counts().archived === 1);
+      await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
       expect(await tree(join(world.dir, 'processed'))).toEqual(['R-77.txt']);
     },
   );
@@ -343,7 +343,7 @@ describe('the review queue with names from the data and hostile data', () => {
       });
       await writeFile(join(world.dir, 'inbox', 'evil.txt'), 'Invoice number: E-1\n');
       const daemon = await world.start({ client });
-      await until('held', () => daemon.db.counts().review === 1);
+      await until('held', () => daemon.db.fileCounts.counts().review === 1);
       const review = join(world.dir, 'review');
       const files = await tree(review);
       const jsonName = files.find((f) => f.endsWith('.review.json'))!;

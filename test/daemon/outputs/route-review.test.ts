@@ -61,16 +61,16 @@ describe("a route's review rules and names replace its watch's", () => {
       const daemon = await world.start();
       await until(
         'both files archived or held for review',
-        () => daemon.db.counts().archived + daemon.db.counts().review === 2,
+        () => daemon.db.fileCounts.counts().archived + daemon.db.fileCounts.counts().review === 2,
         60_000,
       );
-      const receipt = daemon.db
+      const receipt = daemon.db.files
         .inState('archived')
-        .concat(daemon.db.inReview(10))
+        .concat(daemon.db.fileCounts.inReview(10))
         .find((r) => r.route === 'receipts');
       expect(receipt).toMatchObject({ rel: join('receipts', 'r-1.txt'), state: 'archived', review: null });
       expect(await tree(join(world.dir, 'processed'))).toEqual(['receipts/r-1.txt']);
-      const [held] = daemon.db.inReview(10);
+      const [held] = daemon.db.fileCounts.inReview(10);
       expect(held!.rel).toBe('inv-1.txt');
       expect(JSON.parse(held!.review!).reasons.map((r: { message: string }) => r.message)).toEqual([
         'Supplier: confidence 0.1 is below 0.8',

@@ -81,7 +81,7 @@ function gated(
   const stableMs = w.config().watch[0]!.stable_ms;
   let opened = false;
   const allDue = () => {
-    const rows = names.map((n) => running()?.db.current(join(w.dir, 'inbox', n)));
+    const rows = names.map((n) => running()?.db.files.current(join(w.dir, 'inbox', n)));
     if (rows.some((r) => !r || r.state === 'discovered')) return false;
     // stable_since is on the daemon's clock, which starts from the wall time: a margin for the drift.
     return Date.now() >= Math.max(...rows.map((r) => r!.stable_since)) + stableMs + 50;
@@ -153,7 +153,7 @@ describe('batched uploads', () => {
     world = await batchedWorld(1);
     let daemon = await world.start();
     await drop(world, contents);
-    await until('all archived alone', () => daemon.db.counts().archived === names.length);
+    await until('all archived alone', () => daemon.db.fileCounts.counts().archived === names.length);
     const alone = await resultsByFile(world);
     expect(world.emulator.stats().requestsByOperation.upload_file).toBe(names.length);
     await world.cleanup();
@@ -161,7 +161,7 @@ describe('batched uploads', () => {
     world = await batchedWorld(20);
     daemon = await startGated(world);
     await drop(world, contents);
-    await until('all archived batched', () => daemon.db.counts().archived === names.length);
+    await until('all archived batched', () => daemon.db.fileCounts.counts().archived === names.length);
     const batched = await resultsByFile(world);
     // One request per turn of due files, not one per file: the gated first, then all the others.
     expect(world.emulator.stats().requestsByOperation.upload_file).toBeLessThanOrEqual(2);
@@ -173,7 +173,7 @@ describe('batched uploads', () => {
       expect(json.document.General_fields['Invoice number']!.value, name).toBe(`B-${i}`);
     }
     // Each row records its own task.
-    const tasks = names.map((n) => daemon.db.current(join(world!.dir, 'inbox', n))?.task_id);
+    const tasks = names.map((n) => daemon.db.files.current(join(world!.dir, 'inbox', n))?.task_id);
     expect(new Set(tasks).size).toBe(names.length);
   }, 60_000);
 
@@ -193,7 +193,7 @@ describe('batched uploads', () => {
       return { ...answer, task_ids: [...answer.task_ids].reverse() };
     });
     await drop(world, contents);
-    await until('all archived', () => daemon.db.counts().archived === names.length);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length);
     expect(reversed).toBeGreaterThan(0);
     const results = await resultsByFile(world);
     for (const [i, name] of names.entries()) {
@@ -217,7 +217,7 @@ describe('batched uploads', () => {
       return answer;
     });
     await drop(world, contents);
-    await until('all archived', () => daemon.db.counts().archived === names.length);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length);
     expect(lost).toBeGreaterThan(0);
     const uploads = world.emulator.stats().uploadsByHash;
     for (const name of names) expect(uploads[sha(contents[name]!)], name).toBeLessThanOrEqual(2);
@@ -242,7 +242,7 @@ describe('batched uploads', () => {
       return upload({ ...input, files: input.files.slice(0, 1) }, options);
     });
     await drop(world, contents);
-    await until('all archived', () => daemon.db.counts().archived === names.length);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length);
     expect(ignored).toBeGreaterThan(0);
     const uploads = world.emulator.stats().uploadsByHash;
     for (const name of names) expect(uploads[sha(contents[name]!)], name).toBe(1);
@@ -264,7 +264,7 @@ describe('batched uploads', () => {
     world.emulator.faults.set({ maxUploadBytes: Buffer.byteLength(contents['b0.txt']!) + 400 });
     const daemon = await startGated(world);
     await drop(world, contents);
-    await until('all archived', () => daemon.db.counts().archived === names.length);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length);
     expect(world.emulator.stats().answersByStatus['413']).toBeGreaterThan(0);
     const uploads = world.emulator.stats().uploadsByHash;
     for (const name of names) expect(uploads[sha(contents[name]!)], name).toBe(1);

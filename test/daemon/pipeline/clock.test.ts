@@ -44,12 +44,12 @@ describe('a wall-clock step while files are on their way', () => {
     const wall = steppedWall();
     const daemon = await world.start({ daemon: { wallClock: wall.now } });
     await writeFile(join(world.dir, 'inbox', 'before.txt'), invoice('C-1'));
-    await until('uploaded, its task in progress', () => daemon.db.counts().uploaded === 1);
+    await until('uploaded, its task in progress', () => daemon.db.fileCounts.counts().uploaded === 1);
     wall.stepBy(-HOUR);
     await writeFile(join(world.dir, 'inbox', 'after.txt'), invoice('C-2'));
     // The default limit of until (15 s) is far below the hour a wall-clock scheduler would wait.
-    await until('both archived', () => daemon.db.counts().archived === 2);
-    expect(daemon.db.counts().failed).toBe(0);
+    await until('both archived', () => daemon.db.fileCounts.counts().archived === 2);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
   });
 
   it('an hour forward: files waiting for stability are not taken early, and the uploads keep to the rate limit', async () => {
@@ -77,7 +77,7 @@ describe('a wall-clock step while files are on their way', () => {
     // Before the files exist: no upload can come sooner than 1.5 s (stable_ms) after this.
     const writtenFrom = performance.now();
     for (const name of names) await writeFile(join(world.dir, 'inbox', name), invoice(name));
-    await until('all discovered', () => daemon.db.counts().discovered === names.length);
+    await until('all discovered', () => daemon.db.fileCounts.counts().discovered === names.length);
     wall.stepBy(HOUR);
     // Something wakes the scheduler right after the step (a new file): it must still wait.
     await writeFile(join(world.dir, 'inbox', 'waker.txt'), invoice('waker'));
@@ -85,7 +85,7 @@ describe('a wall-clock step while files are on their way', () => {
     await until('the first upload', () => (world.emulator.stats().requestsByOperation.upload_file ?? 0) > 0);
     // Not before its 1.5 s of stability: a wall-clock scheduler would take them at once.
     expect(performance.now() - writtenFrom).toBeGreaterThanOrEqual(1500);
-    await until('all archived', () => daemon.db.counts().archived === names.length, 30_000);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length, 30_000);
     // No burst: at most 4 requests in any second since the step (counted from the step to the end,
     // which a loaded machine only lengthens; the emulator's own per-second peak is not used, as it
     // runs in this process and a busy event loop bunches its arrival times).

@@ -262,7 +262,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     await writeFile(join(w.dir, 'inbox', 'a.txt'), invoice('U-1'));
     await until('paused', () => daemon.pipeline.diskPaused);
     expect(daemon.pipeline.diskPaused).toContain('failed for lack of space (database or disk is full)');
-    expect(daemon.db.inState('uploading').map((r) => r.rel)).toEqual(['a.txt']); // the answer was rolled back
+    expect(daemon.db.files.inState('uploading').map((r) => r.rel)).toEqual(['a.txt']); // the answer was rolled back
     // Room above the threshold: the free-space check sees nothing; the daemon's own health says it.
     const health = healthOf({
       db: daemon.db,
@@ -271,7 +271,7 @@ describe.skipIf(refusal !== undefined)('a full disk under the state DB', () => {
     });
     expect(health).toMatchObject({ level: 'failing', reasons: [daemon.pipeline.diskPaused] });
     await rm(ballast);
-    await until('a.txt archived', () => daemon.db.counts().archived === 1);
+    await until('a.txt archived', () => daemon.db.fileCounts.counts().archived === 1);
     expect(w.emulator.stats().uploadsByHash[sha(invoice('U-1'))]).toBe(1);
     expect(w.logs.join('')).not.toContain('it will be sent again');
     expect(w.logs.join('')).toContain('the state DB has room again: work resumes');

@@ -28,7 +28,7 @@ describe('run-level faults are not file failures', () => {
     expect(error).toBeInstanceOf(DocexAuthenticationError);
     await daemon.stop();
     const db = new StateDb(world.config().state_db);
-    const counts = db.counts();
+    const counts = db.fileCounts.counts();
     db.close();
     expect(counts.failed).toBe(0);
     expect(counts.discovered + counts.stable).toBe(2);
@@ -43,9 +43,9 @@ describe('run-level faults are not file failures', () => {
     const paused: string[] = [];
     daemon.pipeline.on('watch-paused', (watch) => paused.push(watch));
     for (const n of ['1', '2', '3']) await writeFile(join(world.dir, 'inbox', `${n}.txt`), invoice(n));
-    await until('watch paused', () => daemon.db.pausedWatches().length === 1);
-    await until('all three stable', () => daemon.db.counts().stable === 3);
-    expect(daemon.db.pausedWatches()[0]).toMatchObject({
+    await until('watch paused', () => daemon.db.watches.pausedWatches().length === 1);
+    await until('all three stable', () => daemon.db.fileCounts.counts().stable === 3);
+    expect(daemon.db.watches.pausedWatches()[0]).toMatchObject({
       path: join(world.dir, 'inbox'),
       paused_reason: expect.stringContaining('404'),
     });
@@ -54,11 +54,11 @@ describe('run-level faults are not file failures', () => {
     // nothing until the probe a minute later: the scheduler's one timer is set for the probe.
     const sent = world.emulator.stats().requestsByOperation.upload_file!;
     expect(sent).toBeLessThanOrEqual(3);
-    const probeAt = daemon.db.pausedWatches()[0]!.probe_at;
+    const probeAt = daemon.db.watches.pausedWatches()[0]!.probe_at;
     expect(probeAt).toBeGreaterThan(Date.now() + 30_000);
     await until('the scheduler waiting for the probe', () => daemon.pipeline.nextWakeAt === probeAt);
     expect(world.emulator.stats().requestsByOperation.upload_file).toBe(sent);
-    expect(daemon.db.counts().failed).toBe(0);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
     expect(world.logs.join('')).toContain('watch paused');
     expect(daemon.db.problems().paused_watches).toEqual([
       { watch: join(world.dir, 'inbox'), reason: expect.stringContaining('404'), since: expect.any(String) },
@@ -79,8 +79,8 @@ describe('run-level faults are not file failures', () => {
     daemon.pipeline.on('watch-paused', () => events.push('paused'));
     daemon.pipeline.on('watch-resumed', () => events.push('resumed'));
     for (const n of ['1', '2', '3']) await writeFile(join(world.dir, 'inbox', `${n}.txt`), invoice(`R-${n}`));
-    await until('watch paused', () => daemon.db.pausedWatches().length === 1);
-    await until('all three stable', () => daemon.db.counts().stable === 3);
+    await until('watch paused', () => daemon.db.watches.pausedWatches().length === 1);
+    await until('all three stable', () => daemon.db.fileCounts.counts().stable === 3);
     const probesBefore = world.emulator.stats().requestsByOperation.upload_file!;
     // A probe a second: the watch stays paused while the template is missing. The emulator counts a
     // probe when it arrives, while its file is `uploading`: wait until the daemon has taken the answer
@@ -89,23 +89,23 @@ describe('run-level faults are not file failures', () => {
       'a probe answered',
       () =>
         world.emulator.stats().requestsByOperation.upload_file! > probesBefore &&
-        daemon.db.counts().uploading === 0,
+        daemon.db.fileCounts.counts().uploading === 0,
     );
-    expect(daemon.db.pausedWatches()).toHaveLength(1);
-    expect(daemon.db.counts().stable).toBe(3);
+    expect(daemon.db.watches.pausedWatches()).toHaveLength(1);
+    expect(daemon.db.fileCounts.counts().stable).toBe(3);
 
     const client = createNodeClient({ baseUrl: world.emulator.url, apiKey: SECRET });
     const folder = await client.createFolder({ name: 'Late' });
     const template = await client.createTemplate({ folder_id: folder.id, name: 'Invoice, at last' });
     expect(template.id).toBe(missing);
 
-    await until('all archived', () => daemon.db.counts().archived === 3, 15_000);
-    expect(daemon.db.pausedWatches()).toEqual([]);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === 3, 15_000);
+    expect(daemon.db.watches.pausedWatches()).toEqual([]);
     expect(daemon.db.problems().paused_watches).toEqual([]);
     expect(events).toEqual(['paused', 'resumed']);
-    expect(daemon.db.counts().failed).toBe(0);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(['1.txt', '2.txt', '3.txt']);
-    const docs = daemon.db.inState('archived').map((r) => r.document_id);
+    const docs = daemon.db.files.inState('archived').map((r) => r.document_id);
     expect(new Set(docs).size).toBe(3);
     expect(world.logs.join('')).toContain('watch resumed');
   });
@@ -147,23 +147,26 @@ describe('run-level faults are not file failures', () => {
     });
     const daemon = await world.start({ client });
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('P-1'));
-    await until('inbox paused', () => daemon.db.pausedWatches().length === 1);
-    await until('a.txt stable again', () => daemon.db.counts().stable === 1);
+    await until('inbox paused', () => daemon.db.watches.pausedWatches().length === 1);
+    await until('a.txt stable again', () => daemon.db.fileCounts.counts().stable === 1);
     await writeFile(join(world.dir, 'inbox2', 'hold.txt'), invoice('P-2'));
     await gateEntered;
     // The probe comes due while the slot is taken: it is taken from the DB (probe_at moves on) but
     // cannot start.
-    const probeAt = daemon.db.pausedWatches()[0]!.probe_at;
-    await until('the probe due and not started', () => daemon.db.pausedWatches()[0]!.probe_at > probeAt);
+    const probeAt = daemon.db.watches.pausedWatches()[0]!.probe_at;
+    await until(
+      'the probe due and not started',
+      () => daemon.db.watches.pausedWatches()[0]!.probe_at > probeAt,
+    );
     const folder = await service.createFolder({ name: 'Late' });
     expect((await service.createTemplate({ folder_id: folder.id, name: 'Invoice, at last' })).id).toBe(
       missing,
     );
     open();
     await until('a.txt archived: its watch probed again and resumed', () =>
-      daemon.db.inState('archived').some((r) => r.path.endsWith('a.txt')),
+      daemon.db.files.inState('archived').some((r) => r.path.endsWith('a.txt')),
     );
-    expect(daemon.db.pausedWatches()).toEqual([]);
+    expect(daemon.db.watches.pausedWatches()).toEqual([]);
   });
 
   it('task_timeout_ms counts from the upload: a task that never finishes fails on time with its error.json', async () => {
@@ -176,7 +179,11 @@ describe('run-level faults are not file failures', () => {
     );
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'slow.txt'), invoice('T-1'));
-    await until('failed and reported', () => daemon.db.inState('failed').some((r) => r.finalized), 20_000);
+    await until(
+      'failed and reported',
+      () => daemon.db.files.inState('failed').some((r) => r.finalized),
+      20_000,
+    );
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'slow.txt.error.json'), 'utf8'));
     expect(report.reason).toMatch(/^task \S+ not finished after 1500 ms \(last status: IN PROGRESS\)$/);
     expect(world.emulator.stats().requestsByOperation.fetch_tasks_results).toBeGreaterThan(3);
@@ -192,9 +199,9 @@ describe('file identity', () => {
         writeFile(join(world.dir, 'inbox', n), invoice('X-1')),
       ),
     );
-    await until('all archived', () => daemon.db.counts().archived === 3);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === 3);
     expect(world.emulator.stats().uploadsByHash[sha(invoice('X-1'))]).toBe(1);
-    const docs = new Set(daemon.db.inState('archived').map((r) => r.document_id));
+    const docs = new Set(daemon.db.files.inState('archived').map((r) => r.document_id));
     expect(docs.size).toBe(1);
   });
 
@@ -204,10 +211,10 @@ describe('file identity', () => {
     const inbox = join(world.dir, 'inbox', 'back.txt');
     await writeFile(inbox, invoice('B-1'));
     const { mtime } = await stat(inbox);
-    await until('archived', () => daemon.db.counts().archived === 1);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1);
     await cp(join(world.dir, 'processed', 'back.txt'), inbox, { preserveTimestamps: true });
     await utimes(inbox, mtime, mtime);
-    await until('archived again', () => daemon.db.counts().archived === 2);
+    await until('archived again', () => daemon.db.fileCounts.counts().archived === 2);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(['back (2).txt', 'back.txt']);
     expect(world.emulator.stats().uploadsByHash[sha(invoice('B-1'))]).toBe(1); // the document is reused
   });
@@ -234,7 +241,7 @@ describe('file identity', () => {
       .map((l) => JSON.parse(l) as { msg: string })
       .find((l) => l.msg === 'start-up scan');
     expect(scan).toMatchObject({ files: 3, new: 3 });
-    await until('archived', () => daemon.db.counts().archived === 3);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 3);
     expect((await readdir(join(world.dir, 'processed'), { recursive: true })).sort()).toEqual([
       'café.txt',
       'plain.txt',
@@ -250,9 +257,9 @@ describe('file identity', () => {
     const daemon = await world.start();
     const path = join(world.dir, 'inbox', 'gone.txt');
     await writeFile(path, invoice('G-1'));
-    await until('discovered', () => daemon.db.counts().discovered === 1);
+    await until('discovered', () => daemon.db.fileCounts.counts().discovered === 1);
     await unlink(path);
-    await until('reported', () => daemon.db.inState('failed').some((r) => r.finalized), 10_000);
+    await until('reported', () => daemon.db.files.inState('failed').some((r) => r.finalized), 10_000);
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'gone.txt.error.json'), 'utf8'));
     expect(report).toMatchObject({
       reason: 'the file disappeared before it was uploaded',
@@ -269,15 +276,17 @@ describe('local failures are visible', () => {
     await rm(results, { recursive: true });
     await writeFile(results, 'not a folder');
     await writeFile(join(world.dir, 'inbox', 'r.txt'), invoice('R-1'));
-    await until('blocked', () => daemon.db.blocked().length === 1);
-    expect(daemon.db.blocked()[0]!.blocked).toMatch(/^could not write the results: .*(EEXIST|ENOTDIR)/);
-    expect(daemon.db.lastErrors()[0]!.blocked).toContain('could not write the results');
-    expect(daemon.db.counts().failed).toBe(0);
+    await until('blocked', () => daemon.db.fileCounts.blocked().length === 1);
+    expect(daemon.db.fileCounts.blocked()[0]!.blocked).toMatch(
+      /^could not write the results: .*(EEXIST|ENOTDIR)/,
+    );
+    expect(daemon.db.fileCounts.lastErrors()[0]!.blocked).toContain('could not write the results');
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
     await rm(results);
     // The daemon's next try makes the folder itself once the file is gone; either way it is there.
     await mkdir(results, { recursive: true });
-    await until('archived', () => daemon.db.counts().archived === 1, 20_000);
-    expect(daemon.db.blocked()).toEqual([]);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 20_000);
+    expect(daemon.db.fileCounts.blocked()).toEqual([]);
   });
 });
 
@@ -290,7 +299,7 @@ describe('scheduling', () => {
     const seen: Array<{ priority: number | undefined; awaiting: number }> = [];
     const fake = {
       async uploadFile(_input: unknown, options?: { priority?: number }) {
-        seen.push({ priority: options?.priority, awaiting: daemon.db.awaitingResults(1000) });
+        seen.push({ priority: options?.priority, awaiting: daemon.db.dueWork.awaitingResults(1000) });
         const id = `t-${++n}`;
         return { task_id: id, task_ids: [id], raw: {} };
       },
@@ -300,7 +309,7 @@ describe('scheduling', () => {
     } as unknown as DocexClient;
     const daemon = await world.start({ client: fake });
     for (let i = 0; i < 40; i++) await writeFile(join(world.dir, 'inbox', `f${i}.txt`), invoice(`F-${i}`));
-    await until('40 uploaded', () => daemon.db.counts().uploaded === 40);
+    await until('40 uploaded', () => daemon.db.fileCounts.counts().uploaded === 40);
     expect(seen).toHaveLength(40);
     for (const s of seen) expect(s).toEqual({ priority: s.awaiting < 30 ? 1 : 0, awaiting: s.awaiting });
     expect(new Set(seen.map((s) => s.priority))).toEqual(new Set([0, 1]));
@@ -334,15 +343,15 @@ describe('scheduling', () => {
     } as unknown as DocexClient;
     const daemon = await world.start({ client: fake });
     await writeFile(join(world.dir, 'inbox', 'hung.txt'), invoice('H-1'));
-    await until('hung uploaded', () => daemon.db.counts().uploaded === 1);
+    await until('hung uploaded', () => daemon.db.fileCounts.counts().uploaded === 1);
     for (const name of ['a.txt', 'b.txt', 'c.txt'])
       await writeFile(join(world.dir, 'inbox', name), invoice(name));
-    await until('the others archived', () => daemon.db.counts().archived === 3);
-    expect(daemon.db.counts().uploaded).toBe(1);
+    await until('the others archived', () => daemon.db.fileCounts.counts().archived === 3);
+    expect(daemon.db.fileCounts.counts().uploaded).toBe(1);
 
     // Once the hung request is gone (the row is done by hand here), the daemon has nothing to wake for.
-    const hung = daemon.db.inState('uploaded')[0]!;
-    daemon.db.update(hung.id, { state: 'archived', next_at: NEVER }, Date.now());
+    const hung = daemon.db.files.inState('uploaded')[0]!;
+    daemon.db.files.update(hung.id, { state: 'archived', next_at: NEVER }, Date.now());
     daemon.pipeline.wake();
     await until('no timer', () => daemon.pipeline.nextWakeAt === undefined);
   });

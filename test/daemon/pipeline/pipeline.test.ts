@@ -14,7 +14,7 @@ describe('docex-sync pipeline against the emulator', () => {
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1', '1.234,50'));
     await writeFile(join(world.dir, 'inbox', 'b.txt'), invoice('B-2'));
-    await until('both archived', () => daemon.db.counts().archived === 2);
+    await until('both archived', () => daemon.db.fileCounts.counts().archived === 2);
 
     expect(await readdir(join(world.dir, 'inbox'))).toEqual([]);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(['a.txt', 'b.txt']);
@@ -70,23 +70,23 @@ describe('docex-sync pipeline against the emulator', () => {
     let lost = 0;
     const monotonic = () => manual ?? performance.now() - lost;
     const daemon = await world.start({ daemon: { monotonic } });
-    await until('early archived', () => daemon.db.counts().archived === 1);
+    await until('early archived', () => daemon.db.fileCounts.counts().archived === 1);
     manual = monotonic();
     const slow = join(world.dir, 'inbox', 'slow.txt');
     const parts = ['Invoice number: S-1\n', 'Total: 5,00\n', 'Widget | 2,00\n', 'Gadget | 3,00\n'];
     await appendFile(slow, parts[0]!);
     let written = Buffer.byteLength(parts[0]!);
-    await until('discovered', () => daemon.db.current(slow));
+    await until('discovered', () => daemon.db.files.current(slow));
     for (const part of parts.slice(1)) {
       await appendFile(slow, part);
       written += Buffer.byteLength(part);
       manual += 200;
-      await until('the daemon seeing the file grow', () => daemon.db.current(slow)?.size === written);
-      expect(daemon.db.current(slow)!.state).toBe('discovered');
+      await until('the daemon seeing the file grow', () => daemon.db.files.current(slow)?.size === written);
+      expect(daemon.db.files.current(slow)!.state).toBe('discovered');
     }
     lost = performance.now() - manual;
     manual = undefined;
-    await until('both archived', () => daemon.db.counts().archived === 2);
+    await until('both archived', () => daemon.db.fileCounts.counts().archived === 2);
     const uploads = world.emulator.stats().uploadsByHash;
     expect(uploads[sha(parts.join(''))]).toBe(1);
     expect(Object.values(uploads)).toEqual([1, 1]);
@@ -97,7 +97,7 @@ describe('docex-sync pipeline against the emulator', () => {
     world = await makeWorld({ watchYaml: '    polling: true\n    polling_interval_ms: 3600000' });
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'missed.txt'), invoice('M-1'));
-    await until('archived', () => daemon.db.counts().archived === 1, 10_000);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 10_000);
     expect(await readdir(join(world.dir, 'processed'))).toEqual(['missed.txt']);
   });
 
@@ -110,7 +110,7 @@ describe('docex-sync pipeline against the emulator', () => {
     await writeFile(join(world.dir, 'outside.txt'), invoice('L-1'));
     await symlink(join(world.dir, 'outside.txt'), join(inbox, 'link.txt'));
     await writeFile(join(inbox, 'real.txt'), invoice('R-1'));
-    await until('real archived', () => daemon.db.counts().archived === 1);
+    await until('real archived', () => daemon.db.fileCounts.counts().archived === 1);
     // Two rescans more: the second one started after every file above was written, and it listed them.
     const rescans = () => world.logs.filter((l) => l.includes('"msg":"rescan"')).length;
     const before = rescans();
@@ -136,7 +136,7 @@ describe('docex-sync pipeline against the emulator', () => {
     await writeFile(join(world.dir, 'inbox', 'binary.bin'), Buffer.from([0, 1, 2, 3, 0, 5]));
     await until(
       'both failed and moved',
-      () => daemon.db.inState('failed').filter((r) => r.finalized).length === 2,
+      () => daemon.db.files.inState('failed').filter((r) => r.finalized).length === 2,
     );
     expect((await readdir(join(world.dir, 'failed'))).sort()).toEqual([
       'binary.bin',
@@ -157,8 +157,8 @@ describe('docex-sync pipeline against the emulator', () => {
     await writeFile(join(world.dir, 'inbox', 'huge.txt'), invoice('H-1') + 'x'.repeat(5000));
     await writeFile(join(world.dir, 'inbox', 'small.txt'), invoice('H-2'));
     await until('huge failed, small archived', () => {
-      const failed = daemon.db.inState('failed');
-      return daemon.db.counts().archived === 1 && failed.length === 1 && failed[0]!.finalized;
+      const failed = daemon.db.files.inState('failed');
+      return daemon.db.fileCounts.counts().archived === 1 && failed.length === 1 && failed[0]!.finalized;
     });
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'huge.txt.error.json'), 'utf8'));
     expect(report).toMatchObject({ file: 'huge.txt', status: 'failed', attempts: 1 });
@@ -173,12 +173,12 @@ describe('docex-sync pipeline against the emulator', () => {
     world = await makeWorld();
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'one.txt'), invoice('D-1'));
-    await until('first archived', () => daemon.db.counts().archived === 1);
+    await until('first archived', () => daemon.db.fileCounts.counts().archived === 1);
     await writeFile(join(world.dir, 'inbox', 'copy-of-one.txt'), invoice('D-1'));
-    await until('second archived', () => daemon.db.counts().archived === 2);
+    await until('second archived', () => daemon.db.fileCounts.counts().archived === 2);
     expect(world.emulator.stats().uploadsByHash[sha(invoice('D-1'))]).toBe(1);
-    expect(daemon.db.outcomes()).toEqual({ processed: 1, duplicate: 1 });
-    const rows = daemon.db.inState('archived');
+    expect(daemon.db.fileCounts.outcomes()).toEqual({ processed: 1, duplicate: 1 });
+    const rows = daemon.db.files.inState('archived');
     expect(rows[0]!.document_id).toBe(rows[1]!.document_id);
   });
 
@@ -193,8 +193,8 @@ describe('docex-sync pipeline against the emulator', () => {
     const daemon = await world.start();
     const names = Array.from({ length: 8 }, (_, i) => `f${i}.txt`);
     for (const name of names) await writeFile(join(world.dir, 'inbox', name), invoice(name));
-    await until('all archived', () => daemon.db.counts().archived === names.length, 30_000);
-    expect(daemon.db.counts().failed).toBe(0);
+    await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length, 30_000);
+    expect(daemon.db.fileCounts.counts().failed).toBe(0);
     const uploads = world.emulator.stats().uploadsByHash;
     for (const name of names) expect(uploads[sha(invoice(name))]).toBe(1);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual(names.sort());
@@ -205,7 +205,7 @@ describe('docex-sync pipeline against the emulator', () => {
     world.emulator.faults.set({ errorRate: 0.3, statuses: [500] });
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'k.txt'), invoice('K-1'));
-    await until('archived', () => daemon.db.counts().archived === 1, 20_000);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 20_000);
     await daemon.stop();
     expect(world.logs.length).toBeGreaterThan(3);
     expect(world.logs.join('')).not.toContain(SECRET);

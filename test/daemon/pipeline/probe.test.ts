@@ -29,9 +29,13 @@ describe("a paused watch's probe mark", () => {
         events: new EventEmitter<RunEvents>(),
         diskSpace: () => undefined,
       });
-      const row = db.discover({ watch: '/w', path: '/w/a', rel: 'a', size: 1, mtimeMs: 1, ino: 1 }, 0, 0);
-      db.update(row.id, { state: 'stable', next_at: 0 }, 0);
-      db.pauseWatch('/w', 'template 7 not found', 0, 500);
+      const row = db.files.discover(
+        { watch: '/w', path: '/w/a', rel: 'a', size: 1, mtimeMs: 1, ino: 1 },
+        0,
+        0,
+      );
+      db.files.update(row.id, { state: 'stable', next_at: 0 }, 0);
+      db.watches.pauseWatch('/w', 'template 7 not found', 0, 500);
       expect(run.dueProbes(clock.now).map((r) => r.id)).toEqual([row.id]);
       clock.now += 60_000;
       expect(run.dueProbes(clock.now)).toEqual([]); // its probe is marked as under way

@@ -72,7 +72,7 @@ async function run(formats: string, documentData?: string) {
   const { writeFile } = await import('node:fs/promises');
   for (const [i, name] of names.entries())
     await writeFile(join(world.dir, 'inbox', name), invoice(`T-${i}`, `${i + 2},25`));
-  await until('all archived', () => daemon.db.counts().archived === names.length);
+  await until('all archived', () => daemon.db.fileCounts.counts().archived === names.length);
   const result = {
     csvs: await csvs(world),
     jsons: await jsons(world),

@@ -11,7 +11,16 @@ import { createLogger } from '../../../daemon/src/common/logging.ts';
 import { EMPTY_FILE } from '../../../daemon/src/domain/lifecycle.ts';
 import { KV, StateDb } from '../../../daemon/src/store/state.ts';
 import { wakeOnOtherWriters } from '../../../daemon/src/pipeline/wakeup.ts';
-import { calibrate, invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
+import {
+  calibrate,
+  invoice,
+  makeWorld,
+  runCli,
+  stateOf,
+  stopCliChildren,
+  until,
+  type World,
+} from '../helpers.ts';
 
 // Time limits from a measured start of the CLI these tests run as a process (busy machines).
 await calibrate();
@@ -111,6 +120,6 @@ describe('changes by other processes wake the daemon', () => {
     const report = JSON.parse(await readFile(join(world.dir, 'failed', 'empty.pdf.error.json'), 'utf8'));
     expect(report).toMatchObject({ file: 'empty.pdf', status: 'failed', reason: EMPTY_FILE, task_id: null });
     expect(world.emulator.stats().requestsByOperation.upload_file ?? 0).toBe(0);
-    expect(daemon.db.counts().failed).toBe(1);
+    expect(daemon.db.fileCounts.counts().failed).toBe(1);
   });
 });

@@ -39,8 +39,8 @@ describe('Approve on the status page', () => {
     await writeFile(join(world.dir, 'inbox', 'low.txt'), LOW);
     const daemon = await world.start();
     const port = portOf(daemon);
-    await until('held for review', () => daemon.db.counts().review === 1);
-    const id = daemon.db.inReview(1)[0]!.id;
+    await until('held for review', () => daemon.db.fileCounts.counts().review === 1);
+    const id = daemon.db.fileCounts.inReview(1)[0]!.id;
 
     // The page lists it with its reason and an Approve button.
     const page = await call(port, '/', { headers: { 'x-docex-sync-token': TOKEN } });
@@ -87,7 +87,7 @@ describe('Approve on the status page', () => {
       });
       expect(answer.status).toBe(400);
     }
-    expect(daemon.db.get(id)!.state).toBe('review');
+    expect(daemon.db.files.get(id)!.state).toBe('review');
     expect(await tree(join(world.dir, 'review'))).toContain('low.txt');
 
     const approved = await call(port, '/api/approve', {
@@ -97,12 +97,12 @@ describe('Approve on the status page', () => {
     });
     expect(approved.status).toBe(200);
     expect(approved.json()).toEqual({ approved: [id], skipped: [] });
-    await until('archived', () => daemon.db.get(id)!.state === 'archived');
+    await until('archived', () => daemon.db.files.get(id)!.state === 'archived');
     expect(await tree(join(world.dir, 'processed'))).toEqual(['low.txt']);
     expect((await tree(join(world.dir, 'review'))).filter((f) => !f.startsWith('review-'))).toEqual([]);
     const results = await tree(join(world.dir, 'results'));
     expect(results.filter((f) => f.startsWith('low.doc-'))).toHaveLength(3);
-    expect(daemon.db.get(id)!.approved_at).toBeGreaterThan(0);
+    expect(daemon.db.files.get(id)!.approved_at).toBeGreaterThan(0);
     // Once more: nothing waits any more.
     const again = await call(port, '/api/approve', {
       method: 'POST',

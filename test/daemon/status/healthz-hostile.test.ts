@@ -16,7 +16,16 @@ import { SEMI_SPACE_FLAG } from '../../support/daemon-heap.ts';
 import { startHostileService, type HostileService } from '../../support/hostile-service.ts';
 import type { LoopDelayWindow } from '../../support/loop-delay.ts';
 import { startProber } from '../../support/prober.ts';
-import { calibrate, invoice, makeWorld, runCli, stateOf, stopCliChildren, until, type World } from '../helpers.ts';
+import {
+  calibrate,
+  invoice,
+  makeWorld,
+  runCli,
+  stateOf,
+  stopCliChildren,
+  until,
+  type World,
+} from '../helpers.ts';
 
 // Time limits from a measured start of the CLI these tests run as a process (busy machines).
 await calibrate();

@@ -33,7 +33,9 @@ async function withFailedFile(extraYaml = '') {
   await writeFile(join(world.dir, 'inbox', 'empty.txt'), '');
   await until(
     'one archived, one failed and moved',
-    () => daemon.db.counts().archived === 1 && daemon.db.inState('failed').some((r) => r.finalized),
+    () =>
+      daemon.db.fileCounts.counts().archived === 1 &&
+      daemon.db.files.inState('failed').some((r) => r.finalized),
   );
   return { daemon, port: portOf(daemon), dir: world.dir };
 }
@@ -102,8 +104,8 @@ describe('the status page and its API', () => {
     const after = (await call(port, '/api/status')).json() as StatusSnapshot;
     expect(after.failed.total).toBe(0);
     // The same record goes through again, once: the watcher seeing it arrive did not count it twice.
-    await until('archived', () => daemon.db.counts().archived === 2);
-    expect(daemon.db.counts()).toMatchObject({ failed: 0, archived: 2, discovered: 0 });
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 2);
+    expect(daemon.db.fileCounts.counts()).toMatchObject({ failed: 0, archived: 2, discovered: 0 });
     const all = await call(port, '/api/retry', {
       method: 'POST',
       headers: retryHeaders(port),
@@ -114,7 +116,7 @@ describe('the status page and its API', () => {
 
   it('refuses a cross-origin form post, a foreign Host header, a request without the custom header, and bad bodies', async () => {
     const { daemon, port } = await withFailedFile();
-    const id = daemon.db.inState('failed')[0]!.id;
+    const id = daemon.db.files.inState('failed')[0]!.id;
     // What a page on another site can make a browser send without a preflight: a form post.
     const form = await call(port, '/api/retry', {
       method: 'POST',
@@ -161,7 +163,7 @@ describe('the status page and its API', () => {
       expect(bad.status).toBe(400);
     }
     expect((await call(port, '/api/retry')).status).toBe(405);
-    expect(daemon.db.get(id)!.state).toBe('failed');
+    expect(daemon.db.files.get(id)!.state).toBe('failed');
     expect((await call(port, '/', { headers: { host: `localhost:${port}` } })).status).toBe(200);
   });
 
@@ -218,8 +220,17 @@ describe('the status page and its API', () => {
     const db = new StateDb(':memory:');
     try {
       for (let i = 1; i <= 12; i++)
-        db.recordPull({ at: new Date(Date.UTC(2026, 0, i)).toISOString(), status: 'done', documents: i });
-      db.recordPull({ at: '2026-02-01T00:00:00.000Z', status: 'failed', documents: 0, error: 'HTTP 503' });
+        db.flags.recordPull({
+          at: new Date(Date.UTC(2026, 0, i)).toISOString(),
+          status: 'done',
+          documents: i,
+        });
+      db.flags.recordPull({
+        at: '2026-02-01T00:00:00.000Z',
+        status: 'failed',
+        documents: 0,
+        error: 'HTTP 503',
+      });
       const config = loadConfig(join(import.meta.dirname, '../../../examples/docex-sync.yaml'));
       const snapshot = statusSnapshot({ db, config });
       expect(snapshot.pulls.map((p) => [p.status, p.documents])).toEqual([
@@ -369,7 +380,7 @@ describe('/healthz that means it', () => {
     const daemon = await world.start();
     const port = portOf(daemon);
     await writeFile(join(world.dir, 'inbox', 'a.txt'), invoice('A-1'));
-    await until('unreachable noted', () => daemon.db.serviceUnreachable());
+    await until('unreachable noted', () => daemon.db.flags.serviceUnreachable());
     const early = await call(port, '/healthz'); // not yet for long: needs attention, not failing
     expect(early.status).toBe(200);
     expect(early.json()).toMatchObject({ status: 'attention', level: 'attention' });
@@ -383,7 +394,7 @@ describe('/healthz that means it', () => {
       reasons: [expect.stringMatching(/^the service has been unreachable for \d+ s: /)],
     });
     world.emulator.faults.clear();
-    await until('archived', () => daemon.db.counts().archived === 1, 30_000);
+    await until('archived', () => daemon.db.fileCounts.counts().archived === 1, 30_000);
     const up = await call(port, '/healthz');
     expect(up.status).toBe(200);
     expect(up.json()).toMatchObject({ status: 'ok', files: { archived: 1 } });
@@ -430,7 +441,7 @@ describe('/healthz that means it', () => {
     );
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'p.txt'), invoice('P-1'));
-    await until('paused', () => daemon.db.pausedWatches().length === 1);
+    await until('paused', () => daemon.db.watches.pausedWatches().length === 1);
     const answer = await call(portOf(daemon), '/healthz');
     expect(answer.status).toBe(200);
     expect(answer.json()).toMatchObject({

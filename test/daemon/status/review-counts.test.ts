@@ -36,7 +36,7 @@ async function waitingAndHeld() {
   await writeFile(join(inbox, 'Misc', 'stray.txt'), low(3));
   const daemon = await world.start();
   await until('two waiting for review, one held', () => {
-    const counts = daemon.db.counts();
+    const counts = daemon.db.fileCounts.counts();
     return counts.review === 2 && counts.held === 1;
   });
   return { daemon, port: portOf(daemon) };
@@ -74,7 +74,7 @@ describe('counts of what waits for review and what is held', () => {
     expect(cli.throughput.last_hour).toEqual({ processed: 0, failed: 0, review: 2 });
 
     // The progress line's fields, from the daemon's own counts.
-    expect(summarize(daemon.db.counts(), 0, 30_000)).toMatchObject({
+    expect(summarize(daemon.db.fileCounts.counts(), 0, 30_000)).toMatchObject({
       done: 0,
       failed: 0,
       review: 2,

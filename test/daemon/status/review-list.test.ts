@@ -26,7 +26,7 @@ async function twoWaiting() {
   await writeFile(join(world.dir, 'inbox', 'low-1.txt'), low(1));
   await writeFile(join(world.dir, 'inbox', 'low-2.txt'), low(2));
   const daemon = await world.start();
-  await until('two waiting for review', () => daemon.db.counts().review === 2);
+  await until('two waiting for review', () => daemon.db.fileCounts.counts().review === 2);
   return { daemon };
 }
 
@@ -35,8 +35,12 @@ describe('docex-sync review list, and approve of a name that names nothing', () 
     const { daemon } = await twoWaiting();
     const dir = world!.dir;
     const since = (name: string) =>
-      new Date(daemon.db.inReview(10).find((r) => r.path.endsWith(name))!.updated_at).toISOString();
-    const [first, second] = daemon.db.inReview(10).map((r) => r.path.slice(join(dir, 'inbox').length + 1));
+      new Date(
+        daemon.db.fileCounts.inReview(10).find((r) => r.path.endsWith(name))!.updated_at,
+      ).toISOString();
+    const [first, second] = daemon.db.fileCounts
+      .inReview(10)
+      .map((r) => r.path.slice(join(dir, 'inbox').length + 1));
 
     const list = runCli(['review', 'list', '--config', world!.configFile]);
     expect(await list.exited).toBe(0);
@@ -76,7 +80,7 @@ describe('docex-sync review list, and approve of a name that names nothing', () 
     expect(approve.stdout()).toBe(
       '1 file(s) approved: the running docex-sync moves them to the processed and output folders now.\n',
     );
-    await until('approved and archived', () => daemon.db.counts().archived === 1);
-    expect(daemon.db.inReview(10).map((r) => r.path)).toEqual([join(dir, 'inbox', 'low-2.txt')]);
+    await until('approved and archived', () => daemon.db.fileCounts.counts().archived === 1);
+    expect(daemon.db.fileCounts.inReview(10).map((r) => r.path)).toEqual([join(dir, 'inbox', 'low-2.txt')]);
   });
 });

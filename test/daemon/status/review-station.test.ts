@@ -62,8 +62,9 @@ async function heldWorld(names: string[], extra = '') {
   world = await reviewWorld({ extra: `http: { port: 0 }\n${extra}` });
   for (const n of names) await writeFile(join(world.dir, 'inbox', n), LOW(n));
   const daemon = await world.start();
-  await until(`${names.length} held`, () => daemon.db.counts().review === names.length);
-  const idOf = (name: string) => daemon.db.inReview(100).find((r) => r.path.endsWith(`/${name}`))!.id;
+  await until(`${names.length} held`, () => daemon.db.fileCounts.counts().review === names.length);
+  const idOf = (name: string) =>
+    daemon.db.fileCounts.inReview(100).find((r) => r.path.endsWith(`/${name}`))!.id;
   return { daemon, port: portOf(daemon), idOf, dir: world.dir };
 }
 
@@ -72,7 +73,7 @@ describe('the audit trail', () => {
     const { daemon, port, idOf, dir } = await heldWorld(['a.txt', 'b.txt']);
     const bId = idOf('b.txt');
     await writeFile(join(dir, 'inbox', 'bad.txt'), Buffer.from([0, 1, 2, 3]));
-    await until('bad.txt failed', () => daemon.db.inState('failed').some((r) => r.finalized));
+    await until('bad.txt failed', () => daemon.db.files.inState('failed').some((r) => r.finalized));
 
     const approve = await syncProcess(['approve', '--config', world!.configFile, 'a.txt']);
     expect(approve.code, approve.stderr).toBe(0);
@@ -167,7 +168,7 @@ describe('docex-sync reject', () => {
       'docex-sync reject: 99999: no file waiting for review has this id, name, path or pattern',
     );
     expect(unknown.stderr).toContain('docex-sync reject: nosuch.pdf: no file waiting for review');
-    expect(daemon.db.counts().review).toBe(2);
+    expect(daemon.db.fileCounts.counts().review).toBe(2);
 
     const rejected = await syncProcess(['reject', '--config', cfg, '--reason', 'wrong supplier', String(id)]);
     expect(rejected.stderr).toBe('');
@@ -189,7 +190,7 @@ describe('docex-sync reject', () => {
     expect(review.filter((f) => f.startsWith('r.'))).toEqual([]);
     expect(review.filter((f) => f.startsWith('keep.'))).toHaveLength(5); // the original, 3 results, review.json
     expect((await tree(join(dir, 'results'))).filter((f) => f.startsWith('r.'))).toEqual([]);
-    expect(daemon.db.counts()).toMatchObject({ review: 1, failed: 1 });
+    expect(daemon.db.fileCounts.counts()).toMatchObject({ review: 1, failed: 1 });
     expect(auditOf(daemon)).toMatchObject([
       { action: 'reject', who: USER, via: 'cli', note: 'wrong supplier', file_id: id },
     ]);
@@ -201,7 +202,7 @@ describe('docex-sync reject', () => {
     expect(decision[10]).toBe('wrong supplier');
     // Rejected is failed: retry takes it back through the pipeline (held again by its rules).
     expect((await syncProcess(['retry', '--config', cfg, 'r.txt'])).code).toBe(0);
-    await until('held again', () => daemon.db.counts().review === 2);
+    await until('held again', () => daemon.db.fileCounts.counts().review === 2);
   });
 });
 
@@ -231,7 +232,7 @@ describe('Correct on the page', () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.json()).toEqual({ approved: true, corrected: ['Total'] }); // the number was already right
-    await until('archived', () => daemon.db.get(id)!.state === 'archived');
+    await until('archived', () => daemon.db.files.get(id)!.state === 'archived');
 
     const results = await tree(join(dir, 'results'));
     const json = JSON.parse(
@@ -328,8 +329,8 @@ describe('the review routes keep the page guards', () => {
 
     // Ids and paths that name nothing waiting in review_dir.
     await writeFile(join(dir, 'inbox', 'broken.txt'), Buffer.from([0, 1, 2]));
-    await until('broken failed', () => daemon.db.inState('failed').some((r) => r.finalized));
-    const failedId = daemon.db.inState('failed')[0]!.id;
+    await until('broken failed', () => daemon.db.files.inState('failed').some((r) => r.finalized));
+    const failedId = daemon.db.files.inState('failed')[0]!.id;
     for (const path of [
       '/review/original/999999',
       `/review/original/${failedId}`,
@@ -351,14 +352,14 @@ describe('the review routes keep the page guards', () => {
       expect(answer.text, path).not.toContain('state_db');
     }
     // A link in review_dir pointing out of it, and a row whose recorded place is outside (a tampered DB).
-    const linkRow = daemon.db.get(idOf('link.txt'))!;
+    const linkRow = daemon.db.files.get(idOf('link.txt'))!;
     await rm(linkRow.review_path!);
     await symlink(join(dir, 'docex-sync.yaml'), linkRow.review_path!);
     expect((await call(port, `/review/original/${linkRow.id}`)).status).toBe(404);
-    daemon.db.update(idOf('moved.txt'), { review_path: join(dir, 'docex-sync.yaml') }, Date.now());
+    daemon.db.files.update(idOf('moved.txt'), { review_path: join(dir, 'docex-sync.yaml') }, Date.now());
     daemon.db.flush();
     expect((await call(port, `/review/original/${idOf('moved.txt')}`)).status).toBe(404);
-    daemon.db.update(
+    daemon.db.files.update(
       idOf('moved.txt'),
       { review_path: join(dir, 'review', '..', 'docex-sync.yaml') },
       Date.now(),
@@ -395,7 +396,7 @@ describe('the review routes keep the page guards', () => {
       }
     expect((await call(port, '/api/reject')).status).toBe(405);
     expect((await post(port, '/api/reject', { ids: [id] })).status).toBe(400); // no reason
-    expect(daemon.db.get(id)!.state).toBe('review');
+    expect(daemon.db.files.get(id)!.state).toBe('review');
     expect(auditOf(daemon)).toEqual([]);
   });
 });

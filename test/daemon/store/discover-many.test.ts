@@ -39,7 +39,7 @@ describe('discoverMany', () => {
     async (n) => {
       const db = await openDb();
       const files = Array.from({ length: n }, (_, i) => file(`/in/sub/f${(i * 7919) % n}.pdf`, i));
-      db.discoverMany('/in', files, 2000, 30);
+      db.files.discoverMany('/in', files, 2000, 30);
       db.flush();
       const rows = db.db.prepare('SELECT * FROM files ORDER BY id').all() as Array<Record<string, unknown>>;
       expect(rows.map((r) => r.path)).toEqual(files.map((f) => f.path));
@@ -67,53 +67,53 @@ describe('discoverMany', () => {
   it('nothing to record writes nothing', async () => {
     const db = await openDb();
     const before = db.mark();
-    db.discoverMany('/in', [], 1, 0);
+    db.files.discoverMany('/in', [], 1, 0);
     expect(db.changedSince(before)).toBe(false);
-    expect(db.counts().discovered).toBe(0);
+    expect(db.fileCounts.counts().discovered).toBe(0);
   });
 });
 
 describe('unheld', () => {
   it('a folder no row names: every path, whatever rows other folders (whose names start alike) hold', async () => {
     const db = await openDb();
-    db.discoverMany(
+    db.files.discoverMany(
       '/in',
       [file('/in/a0.pdf'), file('/in/a.pdf'), file('/in-2/x.pdf'), file('/inx.pdf')],
       1,
       0,
     );
-    db.discoverMany('/in', [file('/in/b/c.pdf'), file('/in/b0/c.pdf'), file('/in/b-c.pdf')], 1, 0);
+    db.files.discoverMany('/in', [file('/in/b/c.pdf'), file('/in/b0/c.pdf'), file('/in/b-c.pdf')], 1, 0);
     db.flush();
     const listed = ['/in/a/x.pdf', '/in/a/y.pdf', '/in/a/é.pdf', '/in/a/\u{1F600}.pdf', '/in/a/\uFFFD.pdf'];
-    expect(db.unheld('/in', listed)).toEqual([0, 1, 2, 3, 4]);
+    expect(db.files.unheld('/in', listed)).toEqual([0, 1, 2, 3, 4]);
   });
 
   it('leaves out every path a row holds, in the folder or not, whatever characters it has', async () => {
     const db = await openDb();
     const names = ['x.pdf', 'é.pdf', '\u{1F600}.pdf', '\uFFFD.pdf', 'z.pdf', 'deep/er.pdf'];
-    db.discoverMany(
+    db.files.discoverMany(
       '/in',
       names.map((n, i) => file(`/in/a/${n}`, i)),
       1,
       0,
     );
     // At rest (archived): holds nothing.
-    db.update(5, { state: 'archived', next_at: NEVER }, 1);
+    db.files.update(5, { state: 'archived', next_at: NEVER }, 1);
     db.flush();
     const listed = [...names.map((n) => `/in/a/${n}`), '/in/a/new.pdf', '/in/a/\u{1F601}.pdf'];
-    expect(db.unheld('/in', listed)).toEqual([4, 6, 7]);
+    expect(db.files.unheld('/in', listed)).toEqual([4, 6, 7]);
     // Paths of two folders: each is looked up.
-    expect(db.unheld('/in', ['/in/b/new.pdf', '/in/a/x.pdf', '/in/a/deep/er.pdf', '/in/c.pdf'])).toEqual([
-      0, 3,
-    ]);
+    expect(
+      db.files.unheld('/in', ['/in/b/new.pdf', '/in/a/x.pdf', '/in/a/deep/er.pdf', '/in/c.pdf']),
+    ).toEqual([0, 3]);
     // Another watch's rows hold nothing for this one.
-    expect(db.unheld('/other', ['/in/a/x.pdf', '/in/a/new.pdf'])).toEqual([0, 1]);
+    expect(db.files.unheld('/other', ['/in/a/x.pdf', '/in/a/new.pdf'])).toEqual([0, 1]);
   });
 
   it('a row under the folder (a sub-folder) is not mistaken for one of its paths', async () => {
     const db = await openDb();
-    db.discoverMany('/in', [file('/in/a/sub/x.pdf')], 1, 0);
+    db.files.discoverMany('/in', [file('/in/a/sub/x.pdf')], 1, 0);
     db.flush();
-    expect(db.unheld('/in', ['/in/a/x.pdf', '/in/a/sub.pdf'])).toEqual([0, 1]);
+    expect(db.files.unheld('/in', ['/in/a/x.pdf', '/in/a/sub.pdf'])).toEqual([0, 1]);
   });
 });

@@ -35,7 +35,11 @@ async function openDb(commitWindowMs?: number) {
   );
   let n = 0;
   const discover = () =>
-    db.discover({ watch: '/in', path: `/in/${++n}.pdf`, rel: `${n}.pdf`, size: 1, mtimeMs: 1, ino: n }, 0, 0);
+    db.files.discover(
+      { watch: '/in', path: `/in/${++n}.pdf`, rel: `${n}.pdf`, size: 1, mtimeMs: 1, ino: n },
+      0,
+      0,
+    );
   const committed = () => (reader.prepare('SELECT count(*) AS n FROM files').get() as { n: number }).n;
   return { db, discover, committed };
 }
@@ -101,7 +105,7 @@ describe('the state DB commits in groups', () => {
       mtimeMs: 1,
       ino: 10_000 + i,
     }));
-    db.discoverMany('/in', files, 0, 0);
+    db.files.discoverMany('/in', files, 0, 0);
     vi.advanceTimersByTime(0);
     expect(committed()).toBe(1050);
   });

@@ -85,14 +85,14 @@ describe('the files indexes', () => {
       expect(db.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
       expect(filesIndexes(db.db)).toEqual(EXPECTED_INDEXES);
       const watch = db.db.prepare('SELECT watch FROM files LIMIT 1').pluck().get() as string;
-      const archived = db.get(1)!;
+      const archived = db.files.get(1)!;
       expect(archived.state).toBe('archived');
       // files_sha (partial) still finds a hash; files_state serves the next due time;
       // files_watch (partial) retention's rows; files_path a file's row.
-      expect(db.completedWithHash(archived.sha256!, 0)?.id).toBe(1);
-      expect(db.nextDue(0)).toBe(db.get(4)!.next_at);
-      expect(db.pruneDue(watch, 'processed', NEVER, 0, 10).map((r) => r.id)).toEqual([1, 2]);
-      expect(db.current(archived.path)?.id).toBe(1);
+      expect(db.files.completedWithHash(archived.sha256!, 0)?.id).toBe(1);
+      expect(db.dueWork.nextDue(0)).toBe(db.files.get(4)!.next_at);
+      expect(db.retention.pruneDue(watch, 'processed', NEVER, 0, 10).map((r) => r.id)).toEqual([1, 2]);
+      expect(db.files.current(archived.path)?.id).toBe(1);
     } finally {
       db.close();
     }
@@ -108,7 +108,7 @@ describe('the files indexes', () => {
       expect(filesIndexes(db.db)).toEqual(EXPECTED_INDEXES);
       const watch = '/in';
       const now = 1_000_000;
-      db.discoverMany(
+      db.files.discoverMany(
         watch,
         Array.from({ length: 50 }, (_, i) => ({
           path: `/in/f${i}`,
@@ -120,26 +120,26 @@ describe('the files indexes', () => {
         now,
         1000,
       );
-      db.update(1, { state: 'stable', sha256: 'a'.repeat(64), next_at: now }, now);
-      db.update(2, { state: 'archived', sha256: 'b'.repeat(64), document_id: 7, next_at: NEVER }, now);
-      db.update(3, { state: 'failed', finalized: 1, next_at: NEVER }, now);
+      db.files.update(1, { state: 'stable', sha256: 'a'.repeat(64), next_at: now }, now);
+      db.files.update(2, { state: 'archived', sha256: 'b'.repeat(64), document_id: 7, next_at: NEVER }, now);
+      db.files.update(3, { state: 'failed', finalized: 1, next_at: NEVER }, now);
       db.flush();
       const plans = recordStatements(db);
       const paths = ['/in/f1', '/in/f2', '/in/nope'];
       const hot: Array<[string, () => unknown, string]> = [
-        ['due', () => db.due('discovered', now + 5000, 10), 'files_state'],
-        ['dueForUpload', () => db.dueForUpload(now, 10), 'files_state'],
-        ['unheld', () => db.unheld(watch, paths), 'files_path'],
-        ['known', () => db.known(watch, paths, false), 'files_path'],
-        ['known, with archived rows', () => db.known(watch, paths, true), 'files_path'],
-        ['current', () => db.current('/in/f1'), 'files_path'],
-        ['completedWithHash', () => db.completedWithHash('b'.repeat(64), 1), 'files_sha'],
-        ['inFlightWithHash', () => db.inFlightWithHash('a'.repeat(64), 2), 'files_sha'],
-        ['nextDue', () => db.nextDue(now), 'files_state'],
-        ['probeRow', () => db.probeRow(watch), 'files_state'],
-        ['pruneDue processed', () => db.pruneDue(watch, 'processed', now, 0, 10), 'files_watch'],
-        ['pruneDue failed', () => db.pruneDue(watch, 'failed', now, 0, 10), 'files_watch'],
-        ['pruneDue results', () => db.pruneDue(watch, 'results', now, 0, 10), 'files_watch'],
+        ['due', () => db.dueWork.due('discovered', now + 5000, 10), 'files_state'],
+        ['dueForUpload', () => db.dueWork.dueForUpload(now, 10), 'files_state'],
+        ['unheld', () => db.files.unheld(watch, paths), 'files_path'],
+        ['known', () => db.files.known(watch, paths, false), 'files_path'],
+        ['known, with archived rows', () => db.files.known(watch, paths, true), 'files_path'],
+        ['current', () => db.files.current('/in/f1'), 'files_path'],
+        ['completedWithHash', () => db.files.completedWithHash('b'.repeat(64), 1), 'files_sha'],
+        ['inFlightWithHash', () => db.files.inFlightWithHash('a'.repeat(64), 2), 'files_sha'],
+        ['nextDue', () => db.dueWork.nextDue(now), 'files_state'],
+        ['probeRow', () => db.files.probeRow(watch), 'files_state'],
+        ['pruneDue processed', () => db.retention.pruneDue(watch, 'processed', now, 0, 10), 'files_watch'],
+        ['pruneDue failed', () => db.retention.pruneDue(watch, 'failed', now, 0, 10), 'files_watch'],
+        ['pruneDue results', () => db.retention.pruneDue(watch, 'results', now, 0, 10), 'files_watch'],
       ];
       for (const [name, call, index] of hot) {
         // The query itself, then (due, dueForUpload) the rows taken, read by id; unheld first asks
@@ -157,22 +157,22 @@ describe('the files indexes', () => {
       }
       // unheld: whether any row names the folder is one seek, a range of files_path; a folder no
       // row names is answered by that seek alone (a start-up scan of files the DB never saw).
-      const [folder] = plans(() => db.unheld(watch, paths));
+      const [folder] = plans(() => db.files.unheld(watch, paths));
       expect(folder).toEqual(['SEARCH files USING COVERING INDEX files_path (path>? AND path<?)']);
-      const fresh = plans(() => expect(db.unheld(watch, ['/in/new/a', '/in/new/b'])).toEqual([0, 1]));
+      const fresh = plans(() => expect(db.files.unheld(watch, ['/in/new/a', '/in/new/b'])).toEqual([0, 1]));
       expect(fresh).toEqual([folder]);
       // pruneDue results: the other rows of each row's document by a seek in files_document. Through
       // files_state it read every row of those states for each row (20,000 archived rows: 79 s).
-      const [results] = plans(() => db.pruneDue(watch, 'results', now, 0, 10));
+      const [results] = plans(() => db.retention.pruneDue(watch, 'results', now, 0, 10));
       expect(results).toContain('SEARCH g USING INDEX files_document (document_id=?)');
       // What the status page, /healthz and /metrics read: rows in flight through files_state, rows at
       // rest from their tally; the latest finished and held-back rows through their partial indexes.
       for (const [name, call] of [
-        ['counts', () => db.counts()],
-        ['outcomes', () => db.outcomes()],
-        ['countsByWatch', () => db.countsByWatch()],
-        ['countsByRoute', () => db.countsByRoute()],
-        ['lastErrors', () => db.lastErrors()],
+        ['counts', () => db.fileCounts.counts()],
+        ['outcomes', () => db.fileCounts.outcomes()],
+        ['countsByWatch', () => db.fileCounts.countsByWatch()],
+        ['countsByRoute', () => db.fileCounts.countsByRoute()],
+        ['lastErrors', () => db.fileCounts.lastErrors()],
       ] as const)
         for (const plan of plans(call))
           expect(
@@ -180,16 +180,16 @@ describe('the files indexes', () => {
             plan.filter((d) => FULL_SCAN.test(d) && !d.endsWith('USING INDEX files_blocked')),
             `${name}: ${plan.join(' | ')}`,
           ).toEqual([]);
-      const [finished] = plans(() => db.finishedSince(now));
+      const [finished] = plans(() => db.fileCounts.finishedSince(now));
       expect(finished).toEqual(['SEARCH files USING INDEX files_finished (updated_at>?)']);
-      const [blocked] = plans(() => db.blocked());
+      const [blocked] = plans(() => db.fileCounts.blocked());
       expect(blocked).toEqual(['SCAN files USING INDEX files_blocked']);
       // filesOfDocuments (a rerun's chunk of documents): a seek per document, not every done row.
-      const [ofDocuments] = plans(() => expect(db.filesOfDocuments([7]).map((r) => r.id)).toEqual([2]));
+      const [ofDocuments] = plans(() => expect(db.files.filesOfDocuments([7]).map((r) => r.id)).toEqual([2]));
       expect(ofDocuments).toContain('SEARCH files USING INDEX files_document (document_id=?)');
       expect(ofDocuments!.filter((d) => d.includes('files_state') || FULL_SCAN.test(d))).toEqual([]);
       // nextDue: one seek in files_state per state, each bounded by `now` and NEVER.
-      const [nextDue] = plans(() => db.nextDue(now));
+      const [nextDue] = plans(() => db.dueWork.nextDue(now));
       expect(nextDue!.filter((d) => d.startsWith('SEARCH files'))).toEqual(
         FILE_STATES.map(
           () => 'SEARCH files USING COVERING INDEX files_state (state=? AND next_at>? AND next_at<?)',
@@ -210,14 +210,14 @@ describe('the files indexes', () => {
       const sqls: string[] = [];
       const prepare = db.db.prepare.bind(db.db);
       db.db.prepare = ((sql: string) => (sqls.push(sql), prepare(sql))) as typeof db.db.prepare;
-      db.due('discovered', 0, 8);
-      db.due('uploaded', 0, 8);
-      db.dueForUpload(0, 4);
-      db.current('/in/a');
-      db.completedWithHash('a'.repeat(64), 1);
-      db.inFlightWithHash('a'.repeat(64), 1);
-      db.awaitingResults(300);
-      db.mailSourceOf(1);
+      db.dueWork.due('discovered', 0, 8);
+      db.dueWork.due('uploaded', 0, 8);
+      db.dueWork.dueForUpload(0, 4);
+      db.files.current('/in/a');
+      db.files.completedWithHash('a'.repeat(64), 1);
+      db.files.inFlightWithHash('a'.repeat(64), 1);
+      db.dueWork.awaitingResults(300);
+      db.mail.mailSourceOf(1);
       expect(sqls.length).toBeGreaterThanOrEqual(7);
       for (const sql of sqls) {
         expect(sql, sql).not.toMatch(/LIMIT \?/);
@@ -234,17 +234,17 @@ describe('the files indexes', () => {
   it('nextDue is the earliest next_at to come, whatever the state, and undefined at rest', async () => {
     const db = new StateDb(join(await freshDir(), 'sync.db'));
     try {
-      expect(db.nextDue(0)).toBeUndefined();
+      expect(db.dueWork.nextDue(0)).toBeUndefined();
       const file = (i: number) => ({ path: `/in/f${i}`, rel: `f${i}`, size: 1, mtimeMs: 1, ino: i });
-      db.discoverMany('/in', [file(1), file(2), file(3)], 100, 0);
-      db.update(1, { state: 'archived', next_at: NEVER }, 100);
-      db.update(2, { state: 'uploaded', next_at: 500 }, 100);
-      db.update(3, { state: 'failed', next_at: 300 }, 100);
-      expect(db.nextDue(0)).toBe(300);
-      expect(db.nextDue(300)).toBe(500); // strictly after now
-      expect(db.nextDue(500)).toBeUndefined();
-      db.update(3, { state: 'held', next_at: 200 }, 100);
-      expect(db.nextDue(0)).toBe(200);
+      db.files.discoverMany('/in', [file(1), file(2), file(3)], 100, 0);
+      db.files.update(1, { state: 'archived', next_at: NEVER }, 100);
+      db.files.update(2, { state: 'uploaded', next_at: 500 }, 100);
+      db.files.update(3, { state: 'failed', next_at: 300 }, 100);
+      expect(db.dueWork.nextDue(0)).toBe(300);
+      expect(db.dueWork.nextDue(300)).toBe(500); // strictly after now
+      expect(db.dueWork.nextDue(500)).toBeUndefined();
+      db.files.update(3, { state: 'held', next_at: 200 }, 100);
+      expect(db.dueWork.nextDue(0)).toBe(200);
     } finally {
       db.close();
     }

@@ -42,10 +42,10 @@ function countedFromEveryRow(db: StateDb) {
 
 function readBack(db: StateDb) {
   return {
-    counts: db.counts(),
-    outcomes: db.outcomes(),
-    byWatch: db.countsByWatch(),
-    byRoute: db.countsByRoute(),
+    counts: db.fileCounts.counts(),
+    outcomes: db.fileCounts.outcomes(),
+    byWatch: db.fileCounts.countsByWatch(),
+    byRoute: db.fileCounts.countsByRoute(),
   };
 }
 
@@ -80,7 +80,7 @@ describe('the tally of rows at rest', () => {
       const outcomes = [null, 'processed', 'duplicate', 'deleted'];
       let files = 0;
       const add = (watch: string, count: number) => {
-        db.discoverMany(
+        db.files.discoverMany(
           watch,
           Array.from({ length: count }, () => {
             files++;
@@ -103,7 +103,7 @@ describe('the tally of rows at rest', () => {
         if (pick(5) === 0) change.route = routes[pick(routes.length)];
         if (pick(20) === 0) change.watch = watches[pick(watches.length)];
         if (pick(10) === 0) change.blocked = pick(2) ? 'the results folder is read-only' : null;
-        db.update(id, change, step);
+        db.files.update(id, change, step);
         if (pick(50) === 0) add(watches[pick(2)]!, 1 + pick(5));
         if (step % 250 === 0) {
           db.flush();
@@ -123,19 +123,19 @@ describe('the tally of rows at rest', () => {
   it('a row deleted at rest leaves the tally', async () => {
     const db = new StateDb(join(await freshDir(), 'sync.db'));
     try {
-      db.discoverMany(
+      db.files.discoverMany(
         '/in',
         [1, 2].map((i) => ({ path: `/in/f${i}`, rel: `f${i}`, size: 1, mtimeMs: 1, ino: i })),
         0,
         0,
       );
-      db.update(1, { state: 'archived', outcome: 'processed' }, 1);
-      db.update(2, { state: 'failed' }, 1);
+      db.files.update(1, { state: 'archived', outcome: 'processed' }, 1);
+      db.files.update(2, { state: 'failed' }, 1);
       db.flush();
       db.db.prepare(`DELETE FROM files WHERE id = 1`).run();
       expectSame(db, 'after the delete');
-      expect(db.counts().archived).toBe(0);
-      expect(db.counts().failed).toBe(1);
+      expect(db.fileCounts.counts().archived).toBe(0);
+      expect(db.fileCounts.counts().failed).toBe(1);
     } finally {
       db.close();
     }
@@ -171,7 +171,7 @@ describe('the tally of rows at rest', () => {
     await copyFile(FIXTURE, path);
     const db = new StateDb(path);
     try {
-      expect(db.counts().archived + db.counts().failed).toBeGreaterThan(0);
+      expect(db.fileCounts.counts().archived + db.fileCounts.counts().failed).toBeGreaterThan(0);
       expectSame(db, 'after the migration');
     } finally {
       db.close();
