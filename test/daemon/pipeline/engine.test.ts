@@ -341,6 +341,9 @@ describe('scheduling', () => {
         return { document_id, document_name: 'x', General_fields: {}, Line_fields: {} };
       },
     } as unknown as DocexClient;
+    // Each file alone (batch_files: 1): this stand-in answers one task per request and names no
+    // document in it, so a batch's files could not be told apart (batch-upload.test.ts does that).
+    await editConfig(world, (y) => y.replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }'));
     const daemon = await world.start({ client: fake });
     await writeFile(join(world.dir, 'inbox', 'hung.txt'), invoice('H-1'));
     await until('hung uploaded', () => daemon.db.fileCounts.counts().uploaded === 1);

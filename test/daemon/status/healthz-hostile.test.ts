@@ -43,18 +43,23 @@ const loopDelayModule = new URL('../../support/loop-delay.ts', import.meta.url).
 
 describe('/healthz under hostile answers', () => {
   it('answers every probe within 1 s through 100 MB and 15 MiB answers, a task that never ends and a silent poll', async () => {
-    world = await makeWorld();
+    // The hostile answers are document data and polls, per file: each file alone (the stand-in
+    // service answers by the name of a request's first file) and its data always read (a task
+    // answer that carries every field would otherwise stand in for the 100 MB one).
+    world = await makeWorld({ watchYaml: '    document_data: always' });
     hostile = await startHostileService(world.emulator.url);
     const port = await freePort();
     // The task that never ends and the silent poll in a watch of their own: a watch's polls learn
     // from its tasks how long an extraction takes, which must not hold back the big answers' polls.
     const slow = join(world.dir, 'slow');
     await mkdir(slow);
-    const yaml = (await readFile(world.configFile, 'utf8')).replace(
-      /base_url: "[^"]+"/,
-      // A poll that is never answered times out in 3 s and is tried again, over and over.
-      `base_url: "${hostile.url}", timeout_ms: 3000`,
-    );
+    const yaml = (await readFile(world.configFile, 'utf8'))
+      .replace(
+        /base_url: "[^"]+"/,
+        // A poll that is never answered times out in 3 s and is tried again, over and over.
+        `base_url: "${hostile.url}", timeout_ms: 3000`,
+      )
+      .replace('max_attempts: 20 }', 'max_attempts: 20, batch_files: 1 }');
     const slowWatch = [
       '  - path: ./slow',
       `    template_id: ${world.templateId}`,
@@ -62,6 +67,7 @@ describe('/healthz under hostile answers', () => {
       '    processed_dir: ./processed-slow',
       '    failed_dir: ./failed-slow',
       '    stable_ms: 200',
+      '    document_data: always',
     ];
     await writeFile(
       world.configFile,
