@@ -50,7 +50,7 @@ describe("run's one-line summary", () => {
     const pipeline = new EventEmitter() as unknown as Pipeline;
     const lines: unknown[] = [];
     const log = { info: (o: unknown) => lines.push(o) } as unknown as Logger;
-    const db = { counts: () => ({ archived: lines.length }) } as unknown as StateDb;
+    const db = { fileCounts: { counts: () => ({ archived: lines.length }) } } as unknown as StateDb;
     const summaries = startSummaries(pipeline, db, log, { intervalMs: 1000 });
     vi.advanceTimersByTime(10_000);
     expect(lines).toEqual([]);
