@@ -20,7 +20,7 @@ import { Connection, inMemoryCopy, type StateDbOptions } from './connection.ts';
 import { DueWork } from './due-work.ts';
 import { FileCounts } from './file-counts.ts';
 import { FileRepository } from './files.ts';
-import { KV, KvRepository, type KvKey } from './kv.ts';
+import { KvRepository, type KvKey } from './kv.ts';
 import { MailRepository } from './mail.ts';
 import { RerunRepository } from './reruns.ts';
 import { RetentionRepository } from './retention.ts';
@@ -96,7 +96,7 @@ export class StateDb {
 
   /** What holds work back at run level or locally, for `status` and /healthz. */
   problems() {
-    const unreachable = this.kv.get(KV.unreachable);
+    const unreachable = this.flags.serviceUnreachable();
     return {
       paused_watches: this.watches.pausedWatches().map((w) => ({
         watch: w.path,
@@ -104,10 +104,7 @@ export class StateDb {
         since: new Date(w.paused_at).toISOString(),
       })),
       service_unreachable: unreachable
-        ? (({ since, reason }: { since: number; reason: string }) => ({
-            since: new Date(since).toISOString(),
-            reason,
-          }))(JSON.parse(unreachable) as { since: number; reason: string })
+        ? { since: new Date(unreachable.since).toISOString(), reason: unreachable.reason }
         : null,
       blocked: this.fileCounts.blocked(20).map((r) => ({ file: r.path, state: r.state, reason: r.blocked })),
     };
