@@ -32,7 +32,7 @@ interface ScriptedTask {
 function service(options: {
   clock: ReturnType<typeof fakeClock>;
   tasks: Record<string, ScriptedTask>;
-  uploads: Array<number | string[] | { task_id: string } | 'refuse' | 'lose'>;
+  uploads: Array<number | string[] | { task_id: string } | 'refuse' | 'lose' | 'unauthorized'>;
   listing?: 'ok' | 'refused' | 'blind';
 }) {
   const requests: string[] = [];
@@ -63,6 +63,7 @@ function service(options: {
       if (next === 'refuse')
         return [422, { detail: [{ loc: ['body', 'files', 1], msg: 'not a document', type: 'value_error' }] }];
       if (next === 'lose') return [500, { detail: 'internal error' }];
+      if (next === 'unauthorized') return [401, { detail: 'Invalid API key' }];
       if (typeof next === 'number') return [200, { task_id: `t${next}` }];
       if (Array.isArray(next)) return [200, { task_id: 'parent', child_task_ids: next }];
       return [200, next];
@@ -125,6 +126,17 @@ describe('planBatches', () => {
       [2],
     ]);
     expect(planBatches([file('a', 'xxxxx'), file('b')], { maxBytes: 4 })).toEqual([[0], [1]]);
+  });
+
+  test('a path whose size the caller knows (it stat-ed the file) shares an upload like data', () => {
+    const paths: FileInput[] = [
+      { path: '/x/a.pdf', size: 3 },
+      { path: '/x/b.pdf', size: 3 },
+      { path: '/x/c.pdf', size: 3 },
+      { path: '/x/d.pdf' },
+    ];
+    expect(planBatches(paths, { maxFiles: 2 })).toEqual([[0, 1], [2], [3]]);
+    expect(planBatches(paths, { maxBytes: 7 })).toEqual([[0, 1], [2], [3]]);
   });
 });
 
@@ -217,6 +229,21 @@ describe('extractMany', () => {
     expect(files.map(outcomeOf)).toEqual(['DONE t1', 'error DocexValidationError', 'DONE t3']);
     expect(svc.uploadedNames).toEqual([['a.pdf', 'b.pdf', 'c.pdf'], ['a.pdf'], ['b.pdf'], ['c.pdf']]);
     expect(stats.batchesRefused).toBe(1);
+  });
+
+  test('a refused key is not the files\' fault: the batch is not sent again file by file', async () => {
+    const { client, clock } = clockClient();
+    const svc = service({ clock, tasks: {}, uploads: ['unauthorized', 'unauthorized'] });
+    const { files, stats } = await client.extractMany([file('a.pdf'), file('b.pdf'), file('c.pdf')], {}, {
+      batch: { maxFiles: 2 },
+    });
+    expect(files.map(outcomeOf)).toEqual([
+      'error DocexAuthenticationError',
+      'error DocexAuthenticationError',
+      'error DocexAuthenticationError',
+    ]);
+    expect(svc.uploadedNames).toEqual([['a.pdf', 'b.pdf'], ['c.pdf']]);
+    expect(stats.batchesRefused).toBe(0);
   });
 
   test('a lost answer is never followed by a second upload: each file of the batch reports the error', async () => {

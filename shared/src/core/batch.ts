@@ -26,15 +26,14 @@ export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxFiles: 20, maxBytes: 32 * 
 /** A file's size when it is known without reading it. */
 export function knownSize(file: FileInput): number | undefined {
   if ('data' in file) return file.data.byteLength;
-  if ('stream' in file) return file.size;
-  return undefined;
+  return file.size;
 }
 
 /**
  * Groups file indexes into uploads: in order, at most maxFiles and maxBytes each, names unique
  * within an upload (the name is how a child is told apart). A stream goes alone: it cannot be sent
  * a second time, and the per-file path is the fallback of a refused batch. So does a file whose
- * size is unknown here (a path: the Node transport reads it), unless limits allow any size.
+ * size is unknown here (a path the caller did not size: the Node transport reads it).
  */
 export function planBatches(files: readonly FileInput[], limits: Partial<BatchLimits> = {}): number[][] {
   const { maxFiles, maxBytes } = { ...DEFAULT_BATCH_LIMITS, ...limits };

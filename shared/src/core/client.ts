@@ -192,13 +192,16 @@ export interface ExtractManyResult {
 
 const MAX_RERUN_CHUNK = 500;
 
-/** A refusal of the whole request that took nothing in (a 429 and 5xx are retried by call, or leave the outcome open). */
+/**
+ * A refusal of the whole request that took nothing in and that one of its files may have caused, so
+ * that each file sent alone finds the bad one (a 429 and 5xx are retried by call, or leave the
+ * outcome open). A refused key (401, 403) is no file's fault: sent alone, each would be refused too.
+ */
 const refusedWhole = (error: unknown) =>
   error instanceof DocexApiError &&
   error.status >= 400 &&
   error.status < 500 &&
-  error.status !== 429 &&
-  error.status !== 408;
+  ![401, 403, 408, 429].includes(error.status);
 
 class DocexClientBase {
   readonly options: ClientOptions;
@@ -404,7 +407,8 @@ class DocexClientBase {
           await uploadEach(batch);
         } else {
           // The answer was lost or the server failed: whether it took the files is unknown, and
-          // sending them again could make duplicates. Each file reports the error, as alone it would.
+          // sending them again could make duplicates. Or the key was refused: no file of it can go.
+          // Each file reports the error, as alone it would.
           for (const i of batch) outcomes[i] = { error };
         }
       }

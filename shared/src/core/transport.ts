@@ -5,9 +5,12 @@
  */
 import type { HttpMethod, OperationName } from './operations.ts';
 
-/** A file to upload. `path` and `data` can be sent again on a retry; a `stream` cannot. */
+/**
+ * A file to upload. `path` and `data` can be sent again on a retry; a `stream` cannot. A path's
+ * `size` is what the caller found when it looked at the file (it lets the file share an upload).
+ */
 export type FileInput =
-  | { path: string; fileName?: string; contentType?: string }
+  | { path: string; fileName?: string; contentType?: string; size?: number }
   | { data: Uint8Array; fileName: string; contentType?: string }
   | { stream: AsyncIterable<Uint8Array>; fileName: string; contentType?: string; size?: number };
 
