@@ -174,12 +174,30 @@ export interface UploadAndWaitResult {
   tasks: WaitResult[];
 }
 
-export type ExtractManyOptions = FollowOptions &
-  Omit<CallOptions, 'timeoutMs' | 'instructionIdIn'> & {
-    requestTimeoutMs?: number;
-    /** Files per upload and bytes per upload; `{ maxFiles: 1 }` is the per-file path. */
-    batch?: Partial<BatchLimits>;
-  };
+export type UploadManyOptions = Omit<CallOptions, 'timeoutMs' | 'instructionIdIn'> & {
+  requestTimeoutMs?: number;
+  /** Files per upload and bytes per upload; `{ maxFiles: 1 }` is the per-file path. */
+  batch?: Partial<BatchLimits>;
+};
+
+/** One upload_file request that was answered: its files (indexes), the task ids, the answer. */
+export interface SentUpload {
+  files: number[];
+  taskIds: string[];
+  /** A file sent alone (its tasks are its own, whatever their number). */
+  single: boolean;
+  answer: UploadResult;
+}
+
+export interface UploadManyResult {
+  /** In the order sent. */
+  sent: SentUpload[];
+  /** Per file, in the order given: why it was not taken (undefined when a request carried it). */
+  errors: (DocexError | undefined)[];
+  stats: { uploads: number; batchesRefused: number };
+}
+
+export type ExtractManyOptions = FollowOptions & UploadManyOptions;
 
 /** One file's end: its task's final result (several when the service split the file into children), or why there is none. */
 export type FileOutcome = { results: WaitResult[]; taskIds: string[] } | { error: DocexError };
@@ -346,25 +364,21 @@ class DocexClientBase {
   }
 
   /**
-   * Uploads many files with as few requests as the API allows and follows all their tasks at once
-   * (docs/decisions.md, "Fewer requests per document"): files share upload_file requests
-   * (planBatches), their child tasks are followed together (followTasks: one document listing per
-   * round, a poll per task when its document appears) and paired back to their files on evidence
-   * (pairChildren). Every file gets exactly one outcome, in the order given; none is uploaded twice
-   * unless the service refused its batch as a whole or ignored the array (then it goes alone).
+   * Uploads many files with as few requests as the API allows (planBatches), without waiting: each
+   * request's files and the task ids it answered, or each file's error. A batch refused as a whole
+   * (not for the key) is sent again file by file, so that only the bad file fails; a lost answer is
+   * never followed by a second upload (docs/decisions.md, "Fewer requests per document").
    */
-  async extractMany(
+  async uploadMany(
     files: readonly FileInput[],
     input: Omit<InputOf<'upload_file'>, 'files'> = {},
-    options: ExtractManyOptions = {},
-  ): Promise<ExtractManyResult> {
+    options: UploadManyOptions = {},
+  ): Promise<UploadManyResult> {
     const { signal, retry, requestTimeoutMs, priority } = options;
     const limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
-    const stats = { uploads: 0, batchesRefused: 0, arraysIgnored: 0 };
-    const outcomes: (FileOutcome | undefined)[] = files.map(() => undefined);
-    const names = files.map((f) => fileNameOf(f) ?? '');
-    /** Per batch: its files, and what its upload answered. */
-    const sent: Array<{ files: number[]; taskIds: string[]; single: boolean }> = [];
+    const stats = { uploads: 0, batchesRefused: 0 };
+    const errors: (DocexError | undefined)[] = files.map(() => undefined);
+    const sent: SentUpload[] = [];
 
     const upload = async (indexes: number[]) => {
       stats.uploads++;
@@ -378,10 +392,10 @@ class DocexClientBase {
       for (const i of indexes) {
         try {
           const answer = await upload([i]);
-          sent.push({ files: [i], taskIds: answer.task_ids, single: true });
+          sent.push({ files: [i], taskIds: answer.task_ids, single: true, answer });
         } catch (error) {
           if (!(error instanceof DocexError) || error instanceof DocexAbortError) throw error;
-          outcomes[i] = { error };
+          errors[i] = error;
         }
       }
     };
@@ -393,7 +407,7 @@ class DocexClientBase {
       }
       try {
         const answer = await upload(batch);
-        sent.push({ files: batch, taskIds: answer.task_ids, single: false });
+        sent.push({ files: batch, taskIds: answer.task_ids, single: false, answer });
       } catch (error) {
         if (!(error instanceof DocexError) || error instanceof DocexAbortError) throw error;
         if (refusedWhole(error)) {
@@ -409,10 +423,31 @@ class DocexClientBase {
           // The answer was lost or the server failed: whether it took the files is unknown, and
           // sending them again could make duplicates. Or the key was refused: no file of it can go.
           // Each file reports the error, as alone it would.
-          for (const i of batch) outcomes[i] = { error };
+          for (const i of batch) errors[i] = error;
         }
       }
     }
+    return { sent, errors, stats };
+  }
+
+  /**
+   * Uploads many files with as few requests as the API allows and follows all their tasks at once
+   * (docs/decisions.md, "Fewer requests per document"): files share upload_file requests
+   * (uploadMany), their child tasks are followed together (followTasks: one document listing per
+   * round, a poll per task when its document appears) and paired back to their files on evidence
+   * (pairChildren). Every file gets exactly one outcome, in the order given; none is uploaded twice
+   * unless the service refused its batch as a whole or ignored the array (then it goes alone).
+   */
+  async extractMany(
+    files: readonly FileInput[],
+    input: Omit<InputOf<'upload_file'>, 'files'> = {},
+    options: ExtractManyOptions = {},
+  ): Promise<ExtractManyResult> {
+    const { signal, priority } = options;
+    const names = files.map((f) => fileNameOf(f) ?? '');
+    const { sent, errors, stats: uploadStats } = await this.uploadMany(files, input, options);
+    const stats = { ...uploadStats, arraysIgnored: 0 };
+    const outcomes: (FileOutcome | undefined)[] = errors.map((error) => (error ? { error } : undefined));
 
     const follow = (taskIds: string[]) =>
       followTasks(
