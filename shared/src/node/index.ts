@@ -14,6 +14,7 @@ export {
   NodeTransport,
   type NodeTransportOptions,
   type ThrottleOptions,
+  uploadableSize,
 } from './transport.ts';
 export { LargeReadHttpAgent } from './large-reads.ts';
 export { jsonInSlices, parseJsonInSlices, SLICE_CHARS, type SliceOptions } from './sliced-json.ts';

@@ -595,7 +595,17 @@ async function parseBody(bytes: Buffer): Promise<unknown> {
 const emptyFile = (operation: string, name: string) =>
   new DocexInputError(operation, `"${name}" is empty (0 bytes): nothing was sent; give a file with content`);
 
-/** Sizes of the files to upload; a path that is not a readable file, or an empty one, is the caller's mistake. */
+/** The size of a file to upload; a path that is not a readable file, or an empty one, is the caller's mistake. */
+export async function uploadableSize(path: string, operation: string): Promise<number> {
+  const info = await stat(path).catch((error: NodeJS.ErrnoException) => {
+    throw new DocexInputError(operation, `cannot read file "${path}" (${error.code ?? error.message})`);
+  });
+  if (!info.isFile()) throw new DocexInputError(operation, `"${path}" is not a file`);
+  if (info.size === 0) throw emptyFile(operation, path);
+  return info.size;
+}
+
+/** Sizes of the files to upload (uploadableSize for a path). */
 async function fileSizes(
   plan: MultipartPlan,
   operation: string,
@@ -605,15 +615,7 @@ async function fileSizes(
     if (segment instanceof Uint8Array) continue;
     const file = segment.file;
     if ('path' in file) {
-      const info = await stat(file.path).catch((error: NodeJS.ErrnoException) => {
-        throw new DocexInputError(
-          operation,
-          `cannot read file "${file.path}" (${error.code ?? error.message})`,
-        );
-      });
-      if (!info.isFile()) throw new DocexInputError(operation, `"${file.path}" is not a file`);
-      if (info.size === 0) throw emptyFile(operation, file.path);
-      sizes.set(file, info.size);
+      sizes.set(file, await uploadableSize(file.path, operation));
     } else {
       if ('data' in file && file.data.byteLength === 0) throw emptyFile(operation, file.fileName);
       sizes.set(file, 'data' in file ? file.data.byteLength : file.size);
