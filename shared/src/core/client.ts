@@ -443,7 +443,7 @@ class DocexClientBase {
     input: Omit<InputOf<'upload_file'>, 'files'> = {},
     options: ExtractManyOptions = {},
   ): Promise<ExtractManyResult> {
-    const { signal, priority } = options;
+    const { priority } = options;
     const names = files.map((f) => fileNameOf(f) ?? '');
     const { sent, errors, stats: uploadStats } = await this.uploadMany(files, input, options);
     const stats = { ...uploadStats, arraysIgnored: 0 };
