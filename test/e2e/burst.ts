@@ -18,13 +18,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createNodeClient } from '@docex/shared/node';
 import { createInvoiceTemplate } from './invoices.ts';
-import { CREDENTIAL, tail, type RealN8n } from './real-n8n.ts';
-import { n8nReady, startN8n, until } from './services.ts';
+import { N8nRest } from './n8n-rest.ts';
+import { CREDENTIAL, type RealN8n } from './real-n8n.ts';
+import { n8nReady, setUpOwner, startN8n, until } from './services.ts';
 
 export interface BurstOptions {
   executions?: number;
@@ -160,14 +160,39 @@ function failureOf(answer: { status: number; body: string }): string {
   return `HTTP ${answer.status}: ${answer.body.slice(0, 200)}`;
 }
 
-/** The test's Docex credential again (same ID), with `requestsPerSecond` when given. */
-async function importCredential(n8n: RealN8n, requestsPerSecond: number | undefined): Promise<void> {
-  const file = join(n8n.home, 'burst-creds.json');
+/**
+ * The owner's session on each prepared n8n: set up on its first start, and still valid on the next
+ * (the same folder, the same signing key), so that a second measure on the same n8n signs in again.
+ */
+const sessions = new WeakMap<RealN8n, string>();
+
+/**
+ * Signs in to the running n8n, creates the burst's Docex credential (`requestsPerSecond` when given)
+ * and publishes the burst workflow, through the REST API as the editor does: the n8n CLI commands
+ * boot an n8n each (tens of seconds), and this test proves the rate limit, not the CLI.
+ */
+async function publishBurst(
+  n8n: RealN8n,
+  server: { url: string; output(): string },
+  workflow: { id: string; [key: string]: unknown },
+  requestsPerSecond: number | undefined,
+): Promise<void> {
+  let cookie = sessions.get(n8n);
+  if (!cookie) {
+    cookie = await setUpOwner(server.url);
+    sessions.set(n8n, cookie);
+  }
+  const rest = new N8nRest(server.url, cookie, n8n.installDir, () => server.output().slice(-3000));
   const data: Record<string, unknown> = { baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0] };
   if (requestsPerSecond !== undefined) data.requestsPerSecond = requestsPerSecond;
-  await writeFile(file, JSON.stringify([{ ...CREDENTIAL.docexApi, type: 'docexApi', data }]));
-  const imported = await n8n.run(['import:credentials', `--input=${file}`]);
-  if (imported.code !== 0) throw new Error(`import:credentials failed:\n${tail(imported)}`);
+  await rest.createCredential({
+    ...CREDENTIAL.docexApi,
+    name: `Docex (${workflow.id})`,
+    type: 'docexApi',
+    data,
+  });
+  await rest.importWorkflow(workflow);
+  await rest.publish(workflow.id);
 }
 
 interface Sqlite {
@@ -228,13 +253,15 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
   const workflowId = `wfburstextract${String(measure).padStart(2, '0')}`;
   const path = `docex-burst-${measure}`;
   const templateId = await createInvoiceTemplate(n8n.emulator, `burst ${randomUUID()}`);
-  await importCredential(n8n, options.credentialRequestsPerSecond);
-  await n8n.importWorkflow(burstWorkflow(workflowId, path, templateId));
-  const published = await n8n.run(['publish:workflow', `--id=${workflowId}`]);
-  if (published.code !== 0) throw new Error(`publish:workflow failed:\n${tail(published)}`);
   const server = await startN8n(n8n, options.env);
   try {
     await n8nReady(server);
+    await publishBurst(
+      n8n,
+      server,
+      burstWorkflow(workflowId, path, templateId),
+      options.credentialRequestsPerSecond,
+    );
     const url = `${server.url}/webhook/${path}`;
     // Registered once n8n answers its CORS preflight (an OPTIONS runs no execution): 404 until then.
     await until(

@@ -26,6 +26,7 @@ import { timed } from '../support/timing.ts';
 import {
   installDirOf,
   installN8n,
+  migratedSqliteFolder,
   n8nEnvironment,
   N8N_VERSION,
   OLDEST_N8N,
@@ -102,7 +103,16 @@ function oneTimeInstalls(): {
   const n8nOf = (version: string) => {
     let install = versions.get(version);
     if (!install) {
-      install = timed(`n8n ${version} install (or its check)`, () => installN8n(version));
+      // The migrated database is part of the install (made once per version, n8n-instance.ts):
+      // a file that has n8n's binary finds it ready to copy.
+      install = timed(`n8n ${version} install (or its check)`, () => installN8n(version)).then(
+        async (bin) => {
+          await timed(`n8n ${version} migrated database (made once, or its check)`, () =>
+            migratedSqliteFolder(bin),
+          );
+          return bin;
+        },
+      );
       install.catch(() => undefined);
       versions.set(version, install);
     }
@@ -186,7 +196,10 @@ async function start() {
       make('pack', pack) as Promise<SharedPack>,
     ]);
     return await timed(`shared n8n (${configuration}): folder, boot, owner`, async () => {
-      const home = await prepareUserFolder(packed.tarballs['n8n-nodes-docex']);
+      const home = await prepareUserFolder(
+        packed.tarballs['n8n-nodes-docex'],
+        await migratedSqliteFolder(bin),
+      );
       cleanups.push(() => rm(home, { recursive: true, force: true }));
       const env = await n8nEnvironment(home, wanted.env);
       const server = await startN8n({ bin, env });

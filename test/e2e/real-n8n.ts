@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 import { timed } from '../support/timing.ts';
-import { installDirOf, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
+import { installDirOf, migratedSqliteFolder, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
 import { CREDENTIAL, N8nRest, type RunData } from './n8n-rest.ts';
 import { setUpOwner } from './services.ts';
 import { installedN8n, sharedPack } from './shared.ts';
@@ -57,7 +57,15 @@ export async function prepareN8n(
   { env: extraEnv = {} }: { env?: NodeJS.ProcessEnv } = {},
 ): Promise<RealN8n> {
   const [bin, packed] = await Promise.all([installedN8n(), sharedPack()]);
-  const home = await timed('n8n user folder', () => prepareUserFolder(packed.tarballs['n8n-nodes-docex']!));
+  // A SQLite database starts as a copy of the version's migrated one; PostgreSQL (queue mode) is
+  // migrated by the file's own main instance.
+  const sqlite = (extraEnv.DB_TYPE ?? 'sqlite') === 'sqlite';
+  const home = await timed('n8n user folder', async () =>
+    prepareUserFolder(
+      packed.tarballs['n8n-nodes-docex']!,
+      sqlite ? await migratedSqliteFolder(bin) : undefined,
+    ),
+  );
   const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
   const env = await n8nEnvironment(home, extraEnv);
   const cliRun = (args: string[]) =>
