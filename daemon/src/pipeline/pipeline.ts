@@ -25,7 +25,8 @@ import type { StateDb } from '../store/state.ts';
 import { Archiving } from './archive.ts';
 import { discover, discoverListed } from './discover.ts';
 import { reportFailure } from './failure-report.ts';
-import { Polls, PollTiming } from './poll.ts';
+import { Polls } from './poll.ts';
+import { ExtractionTimes } from './extraction-times.ts';
 import { recoverRows } from './recover.ts';
 import { RunState } from './run-state.ts';
 import { Scheduler } from './scheduler.ts';
@@ -101,7 +102,7 @@ export class Pipeline extends EventEmitter<PipelineEvents> {
       apply: (row, observation) => this.apply(row, observation),
       wake: () => this.wake(),
     };
-    const timing = new PollTiming(deps.config);
+    const timing = new ExtractionTimes(deps.config);
     this.uploads = new Uploads(
       this.host,
       {

@@ -5,53 +5,16 @@
  */
 import { isFinalStatus, type TaskResult } from '@docex/shared';
 import type { FileRow } from '../domain/lifecycle.ts';
-import {
-  firstPollDelayMs,
-  firstPollDueMs,
-  NO_ESTIMATE,
-  observePoll,
-  type ExtractionEstimate,
-} from '../domain/poll-timing.ts';
+import { firstPollDueMs, observePoll } from '../domain/poll-timing.ts';
 import { decodeBatch } from '../domain/upload-batch.ts';
 import type { Archiving } from './archive.ts';
 import type { BatchUploads } from './batch-upload.ts';
+import { extractionKey, type ExtractionTimes } from './extraction-times.ts';
 import type { StepHost } from './step-host.ts';
 import { writeResults } from './write-results.ts';
 
-/** Extraction times are learnt per template: per watch, and per route of a routed watch. */
-const extractionKey = (row: FileRow) => `${row.watch}\0${row.route ?? ''}`;
-
-/** What the polls have learnt, per watch and route (one template); the upload step reads it too. */
-export class PollTiming {
-  private readonly config: Pick<StepHost['config'], 'poll'>;
-  /** How long its extractions take, learnt from its polls (poll-timing.ts). */
-  readonly extraction = new Map<string, ExtractionEstimate>();
-  /** The polls not answered yet, row id -> when each went out (see firstPollDueMs). */
-  readonly pollsOut = new Map<string, Map<number, number>>();
-  /**
-   * Rows whose upload this process sent and saw answered, until their task is seen final: only
-   * their polls teach the poll timing. A task uploaded before a restart waited through the
-   * downtime too, which is no extraction time (poll-timing.ts, `seenWhole`).
-   */
-  readonly uploadsSeen = new Set<number>();
-
-  constructor(config: Pick<StepHost['config'], 'poll'>) {
-    this.config = config;
-  }
-
-  estimateOf(row: FileRow): ExtractionEstimate {
-    return this.extraction.get(extractionKey(row)) ?? NO_ESTIMATE;
-  }
-
-  /** This process saw the row's upload answered: when its first poll is due. */
-  uploadAnswered(row: FileRow): number {
-    this.uploadsSeen.add(row.id);
-    return firstPollDelayMs(this.estimateOf(row), this.config.poll);
-  }
-}
-
 export interface PollSteps {
-  timing: PollTiming;
+  timing: ExtractionTimes;
   /** A file sent with others finds its own answer among its batch's (batch-upload.ts). */
   batches: BatchUploads;
   archiving: Archiving;
@@ -59,7 +22,7 @@ export interface PollSteps {
 
 export class Polls {
   private readonly host: StepHost;
-  private readonly timing: PollTiming;
+  private readonly timing: ExtractionTimes;
   private readonly batches: BatchUploads;
   private readonly archiving: Archiving;
 

@@ -11,7 +11,7 @@ import { crashPoint } from '../common/crash-point.ts';
 import { describe, type FileRow, type SameBytes } from '../domain/lifecycle.ts';
 import type { Routed } from '../domain/routes.ts';
 import { BatchUploads, type ReadyFile } from './batch-upload.ts';
-import type { PollTiming } from './poll.ts';
+import type { ExtractionTimes } from './extraction-times.ts';
 import type { Scheduler } from './scheduler.ts';
 import { routed } from './stabilize.ts';
 import type { JobKind, StepHost } from './step-host.ts';
@@ -37,7 +37,7 @@ export interface UploadJobs {
 export class Uploads {
   private readonly host: StepHost;
   private readonly jobs: UploadJobs;
-  private readonly timing: PollTiming;
+  private readonly timing: ExtractionTimes;
   /** Several files in one upload, and each one's own task (the poll step resolves them too). */
   readonly batches: BatchUploads;
   /** Hashes being uploaded now: a second row with the same bytes waits (checked before any await). */
@@ -48,7 +48,7 @@ export class Uploads {
    */
   private readonly unsavedAnswers = new Map<number, { row: FileRow; taskId: string }>();
 
-  constructor(host: StepHost, jobs: UploadJobs, timing: PollTiming) {
+  constructor(host: StepHost, jobs: UploadJobs, timing: ExtractionTimes) {
     this.host = host;
     this.jobs = jobs;
     this.timing = timing;
