@@ -85,13 +85,15 @@ describe('paths are resolved', () => {
 });
 
 describe('the wiring may hold the whole Config', () => {
-  test.each(['daemon/src/app/daemon.ts', 'daemon/src/commands/run.ts', 'daemon/src/commands/probe.ts'])(
-    '%s',
-    async (file) => {
-      const code = `import { loadConfig, type Config } from '../config/config.ts';\nexport const load: (file: string) => Config = loadConfig;\n`;
-      expect(await wholeConfig(file, code)).toEqual([]);
-    },
-  );
+  test.each([
+    'daemon/src/app/daemon.ts',
+    'daemon/src/app/run.ts',
+    'daemon/src/commands/run.ts',
+    'daemon/src/commands/probe.ts',
+  ])('%s', async (file) => {
+    const code = `import { loadConfig, type Config } from '../config/config.ts';\nexport const load: (file: string) => Config = loadConfig;\n`;
+    expect(await wholeConfig(file, code)).toEqual([]);
+  });
 
   test('and tests may', async () => {
     const code = `import type { Config } from '../../../daemon/src/config/config.ts';\nexport type C = Config;\n`;

@@ -9,11 +9,7 @@ import { text, type Options } from '@docex/cli-kit/args';
 import type { Io } from '@docex/cli-kit/command';
 import type { Config } from '../config/config.ts';
 import { UsageError } from '@docex/cli-kit/errors';
-
-export interface Signals {
-  on(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
-  off(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
-}
+import type { Signals } from '../app/run.ts';
 
 export interface SyncIo extends Io {
   /** The client for a config (default: the Node client with the config's api section). */

@@ -1,17 +1,12 @@
 /** A failed file's last step: into the failed folder with <name>.error.json beside it (just the report if it is gone). */
 import { lstat } from 'node:fs/promises';
-import type { Logger } from 'pino';
 import type { WatchConfig } from '../config/config.ts';
 import { freeTarget, noFailureThere, noReportThere, writeAtomic } from '../common/files.ts';
 import { moveInto } from '../common/move.ts';
-import { describe, type FileRow, type Observation } from '../domain/lifecycle.ts';
-import type { StateDb } from '../store/state.ts';
+import { describe, type FileRow } from '../domain/lifecycle.ts';
+import type { StepHost } from './step-host.ts';
 
-export interface ReportHost {
-  db: StateDb;
-  log: Logger;
-  apply(row: FileRow, observation: Observation): unknown;
-}
+export type ReportHost = Pick<StepHost, 'db' | 'log' | 'apply'>;
 
 /** A failed file moves to the failed folder with <name>.error.json beside it (just the report if it is gone). */
 export async function reportFailure(host: ReportHost, watch: WatchConfig, row: FileRow) {

@@ -14,8 +14,8 @@ export {
   NodeTransport,
   type NodeTransportOptions,
   type ThrottleOptions,
-  uploadableSize,
 } from './transport.ts';
+export { uploadableSize } from './upload-body.ts';
 export { LargeReadHttpAgent } from './large-reads.ts';
 export { jsonInSlices, parseJsonInSlices, SLICE_CHARS, type SliceOptions } from './sliced-json.ts';
 

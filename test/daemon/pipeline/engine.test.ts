@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DocexAuthenticationError, type DocexClient, type TaskResult } from '@docex/shared';
 import { NEVER } from '../../../daemon/src/domain/lifecycle.ts';
-import { uploadFirstCap } from '../../../daemon/src/pipeline/pipeline.ts';
+import { uploadFirstCap } from '../../../daemon/src/pipeline/upload.ts';
 import { KV, SCHEMA_VERSION, StateDb, StateLockedError } from '../../../daemon/src/store/state.ts';
 import { createNodeClient } from '@docex/shared/node';
 import { invoice, makeWorld, SECRET, until, type World } from '../helpers.ts';
