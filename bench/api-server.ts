@@ -1,12 +1,17 @@
 /**
  * A fast stand-in for the service, for the ingest benchmark (a child process; sends its port over
- * IPC): upload_file answers a task id, fetch_tasks_results says DONE at once, fetch_document_data
- * answers a small document. Nothing else; only the engine around the requests is measured.
+ * IPC): upload_file answers a task id (several files: a parent task and one child per file, as
+ * the API document has it), fetch_tasks_results says DONE at once with the file's name,
+ * fetch_document_data answers a small document. Nothing else; only the engine around the requests
+ * is measured.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 let next = 0;
+/** Each task's file name: how a client tells which child is which file of a batch. */
+const names = new Map<string, string>();
+const children = new Map<string, string[]>();
 const json = (res: import('node:http').ServerResponse, body: unknown) => {
   res.setHeader('content-type', 'application/json');
   res.end(JSON.stringify(body));
@@ -15,17 +20,44 @@ const json = (res: import('node:http').ServerResponse, body: unknown) => {
 const server = createServer((req, res) => {
   const url = new URL(req.url!, 'http://x');
   const path = url.pathname.replace(/\/$/, '');
-  req.resume();
+  const upload = path.endsWith('/upload_file');
+  const chunks: Buffer[] = [];
+  if (upload) req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  else req.resume();
   req.on('end', () => {
-    if (path.endsWith('/upload_file')) return json(res, { task_id: `task-${++next}` });
+    if (upload) {
+      const files = [
+        ...Buffer.concat(chunks)
+          .toString('latin1')
+          .matchAll(/filename="([^"]*)"/g),
+      ].map((m) => m[1]!);
+      const tasks = files.map((name) => {
+        const id = `task-${++next}`;
+        names.set(id, name);
+        return id;
+      });
+      if (tasks.length === 1) return json(res, { task_id: tasks[0] });
+      const parent = `batch-${++next}`;
+      children.set(parent, tasks);
+      return json(res, { task_id: parent, child_task_ids: tasks });
+    }
     if (path.endsWith('/check_api_key')) return json(res, { ok: true });
     if (path.endsWith('/fetch_tasks_results')) {
       const taskId = url.searchParams.get('task_id')!;
+      const childTaskIds = children.get(taskId);
+      if (childTaskIds)
+        return json(res, {
+          status: 'DONE',
+          status_message: '',
+          task_id: taskId,
+          child_task_ids: childTaskIds,
+        });
       return json(res, {
         status: 'DONE',
         status_message: '',
         task_id: taskId,
         document_id: Number(taskId.slice(5)),
+        document_name: names.get(taskId) ?? null,
       });
     }
     if (path.endsWith('/fetch_document_data')) {
