@@ -12,8 +12,9 @@
  *
  * The daemon runs from the sources in a child process with the installed binary's heap flag
  * (--max-semi-space-size=16, daemon/CHANGELOG.md), the emulator in another (its memory is not the
- * daemon's). DOCEX_BENCH_BACKLOG_TREE reuses a tree written before (its files are moved back after
- * the run: processed_dir and failed_dir are outside it); otherwise one is written and removed.
+ * daemon's); DOCEX_BENCH_BACKLOG_NODE_FLAGS replaces the flag. DOCEX_BENCH_BACKLOG_TREE reuses a
+ * tree written before (its files are moved back after the run: processed_dir and failed_dir are
+ * outside it); otherwise one is written and removed.
  * DOCEX_BENCH_BACKLOG_SNAPSHOT_MB=N writes a heap snapshot (into the working directory) when the
  * daemon's RSS first passes N MB: what holds the memory.
  */
@@ -34,7 +35,10 @@ const TASK_MS = Number(process.env.DOCEX_BENCH_BACKLOG_TASK_MS ?? 2000);
 const SNAPSHOT_MB = Number(process.env.DOCEX_BENCH_BACKLOG_SNAPSHOT_MB ?? 0);
 const PER_DIR = 1000;
 const KEY = 'bench-backlog-key-0123456789';
-const HEAP_FLAG = '--max-semi-space-size=16';
+/** The daemon's Node flags: the installed binary's heap flag unless DOCEX_BENCH_BACKLOG_NODE_FLAGS says (empty: none). */
+const NODE_FLAGS = (process.env.DOCEX_BENCH_BACKLOG_NODE_FLAGS ?? '--max-semi-space-size=16')
+  .split(' ')
+  .filter(Boolean);
 const MB = 1024 * 1024;
 
 type Counts = Record<string, number>;
@@ -230,7 +234,7 @@ export default async function backlogBench(): Promise<BenchRow[]> {
         DOCEX_BENCH_BACKLOG_TEMPLATE: String(templateId),
         DOCEX_BENCH_BACKLOG_DIR: dir,
       },
-      [HEAP_FLAG],
+      NODE_FLAGS,
     );
     daemon.stderr?.pipe(process.stderr);
     const pid = daemon.pid!;
@@ -255,7 +259,7 @@ export default async function backlogBench(): Promise<BenchRow[]> {
         measure: `docex-sync: peak RSS over the first ${SECONDS} s, ${n} files waiting, default settings`,
         value: Math.max(hwm, peakRss),
         unit: 'MB',
-        note: `goal < 300 (at 1,000,000, over 600 s); VmHWM ${hwm.toFixed(0)}, sampled VmRSS peak ${peakRss.toFixed(0)}; ${(Math.max(hwm, peakRss) / walk.peakRssMb).toFixed(1)}x the bare walk`,
+        note: `goal < 300 (at 1,000,000, over 600 s); VmHWM ${hwm.toFixed(0)}, sampled VmRSS peak ${peakRss.toFixed(0)}; ${(Math.max(hwm, peakRss) / walk.peakRssMb).toFixed(1)}x the bare walk; node flags: ${NODE_FLAGS.join(' ') || 'none'}`,
       },
       {
         measure: 'bare walk + fs.watch per folder: peak RSS (the baseline)',
