@@ -15,7 +15,7 @@
  * daemon's); DOCEX_BENCH_BACKLOG_NODE_FLAGS replaces the flag. DOCEX_BENCH_BACKLOG_TREE reuses a
  * tree written before (its files are moved back after the run: processed_dir and failed_dir are
  * outside it); otherwise one is written and removed.
- * DOCEX_BENCH_BACKLOG_SNAPSHOT_MB=N writes a heap snapshot (into the working directory) when the
+ * DOCEX_BENCH_BACKLOG_SNAPSHOT_MB=N writes a heap snapshot (into the temporary folder) when the
  * daemon's RSS first passes N MB: what holds the memory.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -111,8 +111,11 @@ async function daemonRole(tree: string, url: string, templateId: number) {
     const watchRss = setInterval(() => {
       if (process.memoryUsage().rss / MB < SNAPSHOT_MB) return;
       clearInterval(watchRss);
+      const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
+      const mb = (n: number) => (n / MB).toFixed(0);
+      const file = writeHeapSnapshot(join(tmpdir(), `docex-backlog-${process.pid}.heapsnapshot`));
       console.error(
-        `backlog bench: heap snapshot at ${(process.memoryUsage().rss / MB).toFixed(0)} MB RSS: ${writeHeapSnapshot()}`,
+        `backlog bench: heap snapshot at ${mb(rss)} MB RSS (heap ${mb(heapUsed)} used of ${mb(heapTotal)}, external ${mb(external)}, array buffers ${mb(arrayBuffers)}): ${file}`,
       );
     }, 250);
   }
