@@ -82,8 +82,8 @@ const SYSTEM = {
 };
 export const SYSTEM_FILES = Object.values(SYSTEM).flat();
 
-/** End-to-end files that must run alone (the project e2e-alone says why). */
-const E2E_ALONE = ['test/e2e/editor.test.ts'];
+/** End-to-end files that must run alone (the project e2e-alone says why): the two that drive n8n in Chromium. */
+const E2E_ALONE = ['test/e2e/editor.test.ts', 'test/e2e/ui-install.test.ts'];
 
 /**
  * The end-to-end files first (the longest, and mostly waiting), then the system files, then the
