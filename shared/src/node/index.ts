@@ -2,7 +2,8 @@
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
-import { DocexClient, type BinaryResult, type ClientOptions } from '../core/client.ts';
+import { DocexClient } from '../core/client.ts';
+import type { BinaryResult, ClientOptions } from '../core/client-types.ts';
 import type { SettingTerms } from '../core/hints.ts';
 import type { Logger, Sleep } from '../core/transport.ts';
 import type { RetryPolicy } from '../core/retry.ts';
