@@ -1,17 +1,6 @@
-/**
- * Where files come from. Each source (folders, mailboxes; an S3 bucket or an FTP drop next) says
- * which watches its files are carried through: the watch a file row names gives its upload target,
- * results, archive and failure folders. A new source implements this and is added to
- * INTAKE_SOURCES (intake/sources.ts); the pipeline, retry, approve and reruns then know its files.
- */
+/** The watched folders as an intake source (config/intake-source.ts): each folder is its own watch. */
 import type { WatchConfig } from '../config/config.ts';
-
-export interface IntakeSource<C> {
-  /** What the source is called in the config and the log: 'folders', 'mailboxes'. */
-  name: string;
-  /** The watches its files belong to, from the config section it reads. */
-  watches(config: C): WatchConfig[];
-}
+import type { IntakeSource } from '../config/intake-source.ts';
 
 /** The watched folders of the config: each is its own watch. */
 export const folderSource: IntakeSource<{ watch: WatchConfig[] }> = {

@@ -4,7 +4,7 @@
  */
 import type { WatchConfig } from '../config/config.ts';
 import { spoolFolder, targetsOf, type MailboxConfig } from '../config/mail.ts';
-import type { IntakeSource } from '../intake/source.ts';
+import type { IntakeSource } from '../config/intake-source.ts';
 
 /**
  * The pipeline's view of each spool folder: a watch that is never walked (the intake records its
