@@ -25,7 +25,8 @@ import type { Logger } from 'pino';
 import type { ConfigSlice, WatchConfig } from '../config/config.ts';
 import { inside } from '../common/files.ts';
 import type { FileRow } from '../domain/lifecycle.ts';
-import { parseCsv, readResultJson, resultBase } from '../outputs/results.ts';
+import { FIELDS_SUFFIX, JSON_SUFFIX, LINES_SUFFIX, resultBase } from '../outputs/result-set.ts';
+import { parseCsv, readResultJson } from '../outputs/results.ts';
 import { StateDb, type PruneKind, type PrunedFile } from '../store/state.ts';
 
 const DAY_MS = 86_400_000;
@@ -286,7 +287,7 @@ function targetsOf(fs: PruneFs, watch: WatchConfig, kind: PruneKind, row: FileRo
     document !== undefined && Number(document) === row.document_id;
   return [
     {
-      path: inside(watch.output, `${base}.json`),
+      path: inside(watch.output, `${base}${JSON_SUFFIX}`),
       root: watch.output,
       async changed(path) {
         const json = await readResultJson(path);
@@ -294,7 +295,7 @@ function targetsOf(fs: PruneFs, watch: WatchConfig, kind: PruneKind, row: FileRo
       },
     },
     {
-      path: inside(watch.output, `${base}.fields.csv`),
+      path: inside(watch.output, `${base}${FIELDS_SUFFIX}`),
       root: watch.output,
       async changed(path) {
         const [header, first] = await csvRows(path);
@@ -303,7 +304,7 @@ function targetsOf(fs: PruneFs, watch: WatchConfig, kind: PruneKind, row: FileRo
     },
     {
       // Without line items the file is its header alone: docex-sync's header, naming no document.
-      path: inside(watch.output, `${base}.lines.csv`),
+      path: inside(watch.output, `${base}${LINES_SUFFIX}`),
       root: watch.output,
       async changed(path) {
         const [header, ...lines] = (await csvRows(path)).filter((r) => r.some((cell) => cell !== ''));

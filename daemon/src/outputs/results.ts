@@ -7,30 +7,19 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import {
-  generalFieldsOf,
-  safeFileName,
-  type DocexClient,
-  type DocumentData,
-  type TaskResult,
-} from '@docex/shared';
+import { generalFieldsOf, type DocexClient, type DocumentData, type TaskResult } from '@docex/shared';
 import { jsonInSlices, parseJsonInSlices } from '@docex/shared/node';
 import { inside, nthName, Reservations, syncFolder, writeAtomic, type Pieces } from '../common/files.ts';
 import type { MailSource } from '../store/state.ts';
 import { dialectFor, fraudOf, generalCsv, linesCsv, orderColumns, parseCsv } from './csv.ts';
 import { DailyCsv, localDate } from './daily-csv.ts';
+import { FIELDS_SUFFIX, JSON_SUFFIX, LINES_SUFFIX, resultBase } from './result-set.ts';
 import { TemplateLayouts } from './template-layout.ts';
 
 /** A result JSON as written: indented, a newline at the end; in pieces (jsonInSlices). */
 async function* jsonFile(value: unknown): Pieces {
   yield* jsonInSlices(value, 2);
   yield '\n';
-}
-
-/** The base of result file names: the source file's name (made safe) and the document id. */
-export function resultBase(sourceName: string, documentId: number): string {
-  const stem = safeFileName(sourceName).replace(/\.[^.]+$/, '') || 'document';
-  return `${stem}.doc-${documentId}`;
 }
 
 /** Where a watch's results go and how they are written. */
@@ -86,7 +75,7 @@ export const jsonResultPath = (
   sourceName: string,
   documentId: number,
   base?: string | null,
-) => inside(output, `${base ?? resultBase(sourceName, documentId)}.json`);
+) => inside(output, `${base ?? resultBase(sourceName, documentId)}${JSON_SUFFIX}`);
 
 export async function readResultJson(path: string): Promise<ResultJson | undefined> {
   try {
@@ -134,8 +123,8 @@ export class ResultWriter {
     if (target.formats.includes('csv')) {
       // The CSV files and the daily row are written (and fsynced) at the same time.
       const writes: Array<Promise<unknown>> = [
-        put(`${base}.fields.csv`, generalCsv(data, ctx.source, fraud, layout, dialect)),
-        put(`${base}.lines.csv`, linesCsv(data, layout, dialect)),
+        put(`${base}${FIELDS_SUFFIX}`, generalCsv(data, ctx.source, fraud, layout, dialect)),
+        put(`${base}${LINES_SUFFIX}`, linesCsv(data, layout, dialect)),
       ];
       if (target.daily_csv !== false) {
         const fields = new Map(generalFieldsOf(data).map((f) => [f.name, f.value]));
@@ -180,7 +169,7 @@ export class ResultWriter {
         ...(ctx.message ? { message: ctx.message } : {}),
         ...(ctx.corrections ? { corrections: ctx.corrections } : {}),
       };
-      written.push(await put(`${base}.json`, jsonFile(json)));
+      written.push(await put(`${base}${JSON_SUFFIX}`, jsonFile(json)));
     }
     // The folder entries too, before the original can be archived: after a power loss the results
     // of an archived file are there (one folder fsync per group of documents, syncFolder).
@@ -264,15 +253,15 @@ export async function identityOf(
   };
   for (const [suffix, read] of [
     [
-      '.json',
+      JSON_SUFFIX,
       // A large document's JSON is read a slice at a time (sliced-json.ts in @docex/shared/node).
       async (bytes: Buffer) => {
         const json = (await parseJsonInSlices(bytes)) as ResultJson;
         return { documentId: json.document.document_id, source: json.source_file };
       },
     ],
-    ['.fields.csv', fromFields],
-    ['.lines.csv', () => null],
+    [FIELDS_SUFFIX, fromFields],
+    [LINES_SUFFIX, () => null],
   ] as const) {
     let bytes: Buffer;
     try {

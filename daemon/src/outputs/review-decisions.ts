@@ -14,7 +14,8 @@ import type { WatchConfig } from '../config/config.ts';
 import { inside, writeAtomic } from '../common/files.ts';
 import type { FileRow } from '../domain/lifecycle.ts';
 import { cleanText, csvSafe, heldReview, type ReviewJson } from './review.ts';
-import { DailyCsv, dialectFor, localDate, resultBase } from './results.ts';
+import { RESULT_SUFFIXES, resultBase } from './result-set.ts';
+import { DailyCsv, dialectFor, localDate } from './results.ts';
 
 /** A value a person corrected, as the result JSON and review.json carry it. */
 export interface Correction {
@@ -196,7 +197,7 @@ export async function removeReviewCopies(watch: WatchConfig, row: FileRow): Prom
   const own = await readOwnReview(watch, row);
   if ('problem' in own) return;
   const base = baseOf(row);
-  for (const suffix of ['.json', '.fields.csv', '.lines.csv'])
+  for (const suffix of RESULT_SUFFIXES)
     await rm(inside(watch.review_dir!, `${base}${suffix}`), { force: true });
   await rm(reviewJsonPath(watch, row), { force: true });
 }

@@ -31,10 +31,10 @@ import {
   dialectFor,
   identityOf,
   localDate,
-  resultBase,
   type ResultContext,
   type ResultWriter,
 } from './results.ts';
+import { RESULT_SUFFIXES, resultBase } from './result-set.ts';
 
 /**
  * The rules of a route (its own `review`, or its watch's when it sends to the watch's template:
@@ -296,7 +296,7 @@ export class ReviewQueue {
       ...(review.corrections?.length ? { corrections: review.corrections } : {}),
       ...(review.document_from ? { documentFrom: review.document_from } : {}),
     });
-    for (const suffix of ['.json', '.fields.csv', '.lines.csv'])
+    for (const suffix of RESULT_SUFFIXES)
       await rm(inside(watch.review_dir!, `${base}${suffix}`), { force: true });
     await rm(reviewJson, { force: true });
     return { planned, files };

@@ -9,7 +9,8 @@ import type { WatchConfig } from '../config/config.ts';
 import { settingsOfRoute } from '../config/route-settings.ts';
 import { parseNamePattern, renderName, type NamePattern, type NameValues } from '../common/names.ts';
 import type { FileRow } from '../domain/lifecycle.ts';
-import { resultBase, type ResultTarget } from '../outputs/results.ts';
+import { resultBase } from '../outputs/result-set.ts';
+import type { ResultTarget } from '../outputs/results.ts';
 import type { StepHost } from './step-host.ts';
 
 /** Name patterns parsed once (the config checked them when it was read). */
