@@ -24,7 +24,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './run.ts';
@@ -73,9 +72,7 @@ async function emulatorRole() {
 /** docex-sync with the default settings on the tree, until the parent disconnects. */
 async function daemonRole(tree: string, url: string, templateId: number) {
   const { startDaemon } = await import('../daemon/src/app/daemon.ts');
-  const { createLogger } = await import('../daemon/src/common/logging.ts');
-  const { createNodeClient } = await import('@docex/shared/node');
-  const { loadConfig } = await import('../daemon/src/config/config.ts');
+  const { daemonParts } = await import('./parts.ts');
   const dir = process.env.DOCEX_BENCH_BACKLOG_DIR!;
   const file = join(dir, 'docex-sync.yaml');
   await writeFile(
@@ -93,19 +90,7 @@ async function daemonRole(tree: string, url: string, templateId: number) {
       'log_level: warn',
     ].join('\n'),
   );
-  const config = loadConfig(file);
-  const log = createLogger('warn', {
-    pretty: false,
-    destination: new Writable({ write: (_c, _e, cb) => cb() }),
-  });
-  const client = createNodeClient({
-    baseUrl: url,
-    apiKey: KEY,
-    concurrency: config.api.concurrency,
-    intervalCap: config.api.requests_per_second,
-    intervalMs: 1000,
-    timeoutMs: config.api.timeout_ms,
-  });
+  const { config, log, client } = await daemonParts(file, url, KEY);
   if (SNAPSHOT_MB > 0) {
     const { writeHeapSnapshot } = await import('node:v8');
     const watchRss = setInterval(() => {
@@ -125,22 +110,10 @@ async function daemonRole(tree: string, url: string, templateId: number) {
 
 /** scale.bench's bare walk: readdir, lstat in batches of 64, one fs.watch per folder; its peak RSS. */
 async function walkRole(tree: string) {
-  const { watch } = await import('node:fs');
-  const { lstat } = await import('node:fs/promises');
+  const { bareWalk } = await import('./parts.ts');
   let peak = process.memoryUsage().rss;
   const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  const watchers: Array<ReturnType<typeof watch>> = [];
-  let found = 0;
-  const walk = async (dir: string): Promise<void> => {
-    watchers.push(watch(dir, { encoding: 'buffer' }, () => undefined));
-    const files: string[] = [];
-    for (const entry of await readdir(dir, { withFileTypes: true }))
-      if (entry.isDirectory()) await walk(join(dir, entry.name));
-      else files.push(join(dir, entry.name));
-    for (let i = 0; i < files.length; i += 64)
-      for (const s of await Promise.all(files.slice(i, i + 64).map((f) => lstat(f)))) found += +s.isFile();
-  };
-  await walk(tree);
+  const { found, watchers } = await bareWalk(tree);
   clearInterval(sample);
   for (const w of watchers) w.close();
   send({ kind: 'walk', peakRssMb: Math.max(peak, process.memoryUsage().rss) / MB, found });

@@ -12,7 +12,6 @@ import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, writeFile } from '
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { daemonNodeFlags } from '../test/support/daemon-heap.ts';
 import type { BenchRow } from './run.ts';
@@ -157,10 +156,8 @@ async function writeDurably(path: string, data: string) {
 }
 
 async function daemon(dir: string, url: string) {
-  const { loadConfig } = await import('../daemon/src/config/config.ts');
   const { startDaemon } = await import('../daemon/src/app/daemon.ts');
-  const { createLogger } = await import('../daemon/src/common/logging.ts');
-  const { createNodeClient } = await import('@docex/shared/node');
+  const { daemonParts } = await import('./parts.ts');
   const configFile = join(dir, 'docex-sync.yaml');
   await writeFile(
     configFile,
@@ -179,19 +176,7 @@ async function daemon(dir: string, url: string) {
       'log_level: warn',
     ].join('\n'),
   );
-  const config = loadConfig(configFile);
-  const log = createLogger('warn', {
-    pretty: false,
-    destination: new Writable({ write: (_c, _e, cb) => cb() }),
-  });
-  const client = createNodeClient({
-    baseUrl: url,
-    apiKey: KEY,
-    concurrency: config.api.concurrency,
-    intervalCap: config.api.requests_per_second,
-    intervalMs: 1000,
-    timeoutMs: config.api.timeout_ms,
-  });
+  const { config, log, client } = await daemonParts(configFile, url, KEY);
   const running = await startDaemon(config, client, log);
   let archived = 0;
   const all = new Promise<void>((resolve) =>

@@ -161,22 +161,10 @@ const cases = {
     return { seconds, peakRssMb, ...idle };
   },
   async walk(_dir: string, tree: string): Promise<CaseResult> {
-    const { watch } = await import('node:fs');
-    const { lstat, readdir } = await import('node:fs/promises');
+    const { bareWalk } = await import('./parts.ts');
     const peak = rssPeak();
     const t0 = performance.now();
-    const watchers: Array<ReturnType<typeof watch>> = [];
-    let found = 0;
-    const walk = async (dir: string): Promise<void> => {
-      watchers.push(watch(dir, { encoding: 'buffer' }, () => undefined));
-      const files: string[] = [];
-      for (const entry of await readdir(dir, { withFileTypes: true }))
-        if (entry.isDirectory()) await walk(join(dir, entry.name));
-        else files.push(join(dir, entry.name));
-      for (let i = 0; i < files.length; i += 64)
-        for (const s of await Promise.all(files.slice(i, i + 64).map((f) => lstat(f)))) found += +s.isFile();
-    };
-    await walk(tree);
+    const { found, watchers } = await bareWalk(tree);
     const seconds = (performance.now() - t0) / 1000;
     const peakRssMb = peak();
     if (found !== FILES) throw new Error(`the walk found ${found} of ${FILES}`);
