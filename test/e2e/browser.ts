@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { repo } from './pack.ts';
+import { OWNER } from './services.ts';
 import { oneTimeInstallsDone } from './shared.ts';
 import { timed } from '../support/timing.ts';
 
@@ -74,6 +75,14 @@ const FLAGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+
+/** Signs in as the test n8n's owner on the sign-in form `page` shows, and waits until it has left it. */
+export async function signInAsOwner(page: Page): Promise<void> {
+  await page.locator('input[type="email"]').fill(OWNER.email);
+  await page.locator('input[type="password"]').fill(OWNER.password);
+  await page.locator('input[type="password"]').press('Enter');
+  await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
+}
 
 export async function launchChromium(viewport?: { width: number; height: number }): Promise<BrowserContext> {
   // The e2e global set-up installs them once for the run; then the script below only finds them.

@@ -9,9 +9,9 @@ import type { INodePropertyOptions } from 'n8n-workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Docex } from '../../nodes/Docex/Docex.node.ts';
 import { DocexTrigger } from '../../nodes/DocexTrigger/DocexTrigger.node.ts';
-import { launchChromium, type BrowserContext, type Page } from './browser.ts';
+import { launchChromium, signInAsOwner, type BrowserContext, type Page } from './browser.ts';
 import { createInvoiceTemplate } from './invoices.ts';
-import { OWNER, until } from './services.ts';
+import { until } from './services.ts';
 import { sharedN8n, SHARED_N8N_WAIT_MS, type SharedN8n } from './shared.ts';
 import { importOpenAiCredential } from './stand-in-model.ts';
 import { exampleWorkflow } from './workflows.ts';
@@ -65,10 +65,7 @@ beforeAll(async () => {
   process.stderr.write(
     `editor e2e: sign-in form rendered after ${Math.round(performance.now() - loading)} ms\n`,
   );
-  await page.locator('input[type="email"]').fill(OWNER.email);
-  await page.locator('input[type="password"]').fill(OWNER.password);
-  await page.locator('input[type="password"]').press('Enter');
-  await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
+  await signInAsOwner(page);
 }, SHARED_N8N_WAIT_MS);
 
 afterAll(async () => {

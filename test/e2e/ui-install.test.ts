@@ -16,13 +16,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../emulator/index.ts';
 import { timed } from '../support/timing.ts';
-import { launchChromium, type BrowserContext, type Page } from './browser.ts';
+import { launchChromium, signInAsOwner, type BrowserContext, type Page } from './browser.ts';
 import { createInvoiceTemplate } from './invoices.ts';
 import { installDirOf, n8nEnvironment, N8N_VERSION, OLDEST_N8N } from './n8n-instance.ts';
 import { CREDENTIAL, N8nRest } from './n8n-rest.ts';
 import { PUBLIC_REGISTRY_HOST, startPublicRegistryProxy } from './public-registry.ts';
 import { startRegistry, withVersion } from './registry.ts';
-import { n8nReady, OWNER, setUpOwner, startN8n, until } from './services.ts';
+import { n8nReady, setUpOwner, startN8n, until } from './services.ts';
 import { installedN8n, sharedPack, SHARED_N8N_WAIT_MS } from './shared.ts';
 import { outputOf, readAndExtract } from './workflows.ts';
 
@@ -127,10 +127,7 @@ describe.each(VERSIONS)('n8n %s: Settings > Community Nodes, from the public reg
     page = await browser!.newPage();
     page.setDefaultTimeout(uiLimitMs);
     await page.goto(`${n8n.server.url}/signin`);
-    await page.locator('input[type="email"]').fill(OWNER.email);
-    await page.locator('input[type="password"]').fill(OWNER.password);
-    await page.locator('input[type="password"]').press('Enter');
-    await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
+    await signInAsOwner(page);
   }, SHARED_N8N_WAIT_MS);
 
   afterAll(async () => {
