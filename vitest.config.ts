@@ -17,6 +17,9 @@ if (!process.env.DOCEX_TIMINGS_FILE) {
  * at a time fill the waits; more made the CPU-bound files slower than the waits they hid.
  * DOCEX_TEST_WORKERS overrides it (1: one file after another, as a bisection aid).
  */
+/** Every project's set-up file that records each test file's CPU for the timing report. */
+const FILE_CPU = ['test/support/file-cpu.ts'];
+
 const workers = Number(process.env.DOCEX_TEST_WORKERS ?? 3);
 
 /**
@@ -124,6 +127,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.test.ts'],
           exclude: ['test/contract/**', 'test/e2e/**', ...SYSTEM_FILES, '**/node_modules/**'],
+          setupFiles: FILE_CPU,
           testTimeout: 20_000,
           hookTimeout: 30_000,
           maxWorkers: workers,
@@ -136,6 +140,7 @@ export default defineConfig({
           name: 'system',
           include: SYSTEM_FILES,
           globalSetup: ['test/support/debian-packages.ts'],
+          setupFiles: FILE_CPU,
           testTimeout: 20_000,
           hookTimeout: 30_000,
           maxWorkers: workers,
@@ -149,6 +154,7 @@ export default defineConfig({
           name: 'contract',
           include: ['test/contract/**/*.test.ts'],
           globalSetup: ['test/contract/global-setup.ts'],
+          setupFiles: FILE_CPU,
           testTimeout: 60_000,
           hookTimeout: 60_000,
           fileParallelism: false,
@@ -164,6 +170,7 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           exclude: [...E2E_ALONE, '**/node_modules/**'],
           globalSetup: ['test/e2e/global-setup.ts'],
+          setupFiles: FILE_CPU,
           testTimeout: 900_000,
           hookTimeout: 900_000,
           maxWorkers: workers,
@@ -178,6 +185,7 @@ export default defineConfig({
           name: 'e2e-alone',
           include: E2E_ALONE,
           globalSetup: ['test/e2e/global-setup.ts'],
+          setupFiles: FILE_CPU,
           testTimeout: 900_000,
           hookTimeout: 900_000,
           fileParallelism: false,

@@ -14,9 +14,10 @@
  * Times are wall-clock: on a shared or loaded machine they stretch, and a file that waits for a
  * shared set-up shows the wait under its phases, not the set-up's own time.
  */
+import { availableParallelism } from 'node:os';
 import { relative } from 'node:path';
 import type { Reporter, TestModule, Vitest } from 'vitest/node';
-import { readInstalls, readTimings, type TimingLine } from './timing.ts';
+import { CPU_PHASE, processCpuMs, processTreeCpuMs, readInstalls, readTimings, type TimingLine } from './timing.ts';
 
 const s = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 
@@ -28,6 +29,8 @@ interface FileRow {
   hooksMs: number;
   testsMs: number;
   tests: number;
+  /** CPU of the file's worker and the processes it reaped (test/support/file-cpu.ts); 0 if unknown. */
+  cpuMs: number;
   phases: TimingLine[];
 }
 
@@ -50,10 +53,13 @@ const phaseList = (lines: TimingLine[]) =>
 export default class TimingReporter implements Reporter {
   private ctx!: Vitest;
   private startedAt = performance.now();
+  /** The process's CPU when the run began (scripts/run.sh's one-time installs ran in it before exec). */
+  private cpuAtStartMs = processCpuMs() ?? 0;
 
   onInit(ctx: Vitest): void {
     this.ctx = ctx;
     this.startedAt = performance.now();
+    this.cpuAtStartMs = processCpuMs() ?? 0;
   }
 
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
@@ -73,7 +79,10 @@ export default class TimingReporter implements Reporter {
         hooksMs: Math.max(0, d.duration - testsMs),
         testsMs,
         tests: tests.length,
-        phases: timings.filter((t) => t.file === module.moduleId),
+        cpuMs: timings
+          .filter((t) => t.file === module.moduleId && t.phase === CPU_PHASE)
+          .reduce((sum, t) => sum + t.ms, 0),
+        phases: timings.filter((t) => t.file === module.moduleId && t.phase !== CPU_PHASE),
       };
     });
     const filesMs = rows.reduce((sum, r) => sum + r.wallMs, 0);
@@ -85,6 +94,21 @@ export default class TimingReporter implements Reporter {
         `up to ${workers} at a time; the files' own times add up to ${s(filesMs)}` +
         (filesMs > wallMs ? ` (${(filesMs / wallMs).toFixed(1)}× the wall time)` : ''),
     );
+
+    // The run's CPU: this process (vitest, the global set-ups) and every process below it, reaped or
+    // still running (the workers, the shared servers), less what ran in it before the run began. On this many cores the wall time cannot be below
+    // the CPU divided by the cores.
+    const cpuNow = processTreeCpuMs();
+    const runCpuMs = cpuNow === undefined ? undefined : cpuNow - this.cpuAtStartMs;
+    const filesCpuMs = rows.reduce((sum, r) => sum + r.cpuMs, 0);
+    if (runCpuMs !== undefined && filesCpuMs > 0) {
+      const cores = availableParallelism();
+      out.push(
+        `  CPU ${s(runCpuMs)} (${(runCpuMs / wallMs).toFixed(1)} of ${cores} cores busy on average; ` +
+          `${s(runCpuMs / cores)} of wall at the least): test files ${s(filesCpuMs)}, ` +
+          `the run's own process, its global set-ups and shared servers ${s(Math.max(0, runCpuMs - filesCpuMs))}`,
+      );
+    }
 
     const shared = timings.filter((t) => t.file === null && !t.phase.startsWith('install '));
     if (shared.length) out.push(`  shared set-ups, once for the run: ${phaseList(shared)}`);
@@ -122,15 +146,23 @@ export default class TimingReporter implements Reporter {
       const phases = phaseList(r.phases);
       out.push(
         `  ${r.file.padEnd(width)} ${s(r.wallMs).padStart(7)}  import ${s(r.importMs).padStart(6)}  ` +
-          `hooks ${s(r.hooksMs).padStart(6)}  tests ${s(r.testsMs).padStart(6)} (${r.tests})` +
+          `hooks ${s(r.hooksMs).padStart(6)}  tests ${s(r.testsMs).padStart(6)} (${r.tests})  cpu ${s(r.cpuMs).padStart(6)}` +
           (phases ? `\n  ${''.padEnd(width)}   ${phases}` : ''),
       );
     }
+    if (filesCpuMs > 0) {
+      out.push('', `  most CPU, 20 files (the file's worker and the processes it reaped):`);
+      for (const r of [...rows].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 20))
+        out.push(`  ${r.file.padEnd(width)} ${s(r.cpuMs).padStart(7)}  (wall ${s(r.wallMs)})`);
+    }
     const perProject = new Map<string, number>();
     for (const r of rows) perProject.set(r.project, (perProject.get(r.project) ?? 0) + r.wallMs);
+    const cpuPerProject = new Map<string, number>();
+    for (const r of rows) cpuPerProject.set(r.project, (cpuPerProject.get(r.project) ?? 0) + r.cpuMs);
     out.push(
       '',
       `  per project (files' own times): ${[...perProject].map(([p, ms]) => `${p} ${s(ms)}`).join(', ')}`,
+      `  per project (files' CPU): ${[...cpuPerProject].map(([p, ms]) => `${p} ${s(ms)}`).join(', ')}`,
       '',
     );
     this.ctx.logger.log(out.join('\n'));

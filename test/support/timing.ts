@@ -55,6 +55,55 @@ export async function timed<T>(phase: string, fn: () => T | Promise<T>, ms?: num
   }
 }
 
+/** The phase test/support/file-cpu.ts records a file's CPU under (not a part of its wall time). */
+export const CPU_PHASE = 'cpu';
+
+/** Parses /proc/<pid>/stat: the parent and the CPU (user + system, its own and its reaped children's) in ms. */
+function statOf(pid: number | 'self'): { ppid: number; cpuMs: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name, which may hold spaces: state, ppid, ...; utime is the 14th
+    // field overall, then stime, cutime, cstime, in clock ticks of 10 ms (Linux's USER_HZ).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const ticks = fields[11]! + fields[12]! + fields[13]! + fields[14]!;
+    return Number.isFinite(ticks) ? { ppid: fields[1]!, cpuMs: ticks * 10 } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The CPU this process and its reaped children used, in ms. Undefined off Linux. */
+export function processCpuMs(): number | undefined {
+  return statOf('self')?.cpuMs;
+}
+
+/**
+ * The CPU of this process and of every process below it, alive or reaped, in ms: its own figure
+ * (which holds its reaped children's) plus each live descendant's (which holds theirs). A
+ * descendant that exited and was not reaped yet still shows its figure. Undefined off Linux.
+ */
+export function processTreeCpuMs(): number | undefined {
+  const self = statOf('self');
+  if (!self) return undefined;
+  const parents = new Map<number, { ppid: number; cpuMs: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = statOf(Number(name));
+    if (stat) parents.set(Number(name), stat);
+  }
+  const below = (pid: number, seen: Set<number>): boolean => {
+    for (let at = pid; at > 1; at = parents.get(at)?.ppid ?? 0) {
+      if (at === process.pid) return true;
+      if (seen.has(at)) return false;
+      seen.add(at);
+    }
+    return false;
+  };
+  let total = self.cpuMs;
+  for (const [pid, stat] of parents) if (pid !== process.pid && below(pid, new Set())) total += stat.cpuMs;
+  return total;
+}
+
 export function readTimings(file: string | undefined): TimingLine[] {
   if (!file) return [];
   try {
