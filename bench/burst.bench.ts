@@ -85,6 +85,12 @@ export default async function burst(): Promise<BenchRow[]> {
         note: `answered requests/s / ${RATE} over ${f.requestSpanSeconds.toFixed(1)} s from the first to the last arrival`,
       },
       {
+        measure: 'ratio once every execution ran',
+        value: f.ratioOnceStarted,
+        unit: 'x',
+        note: `requests/s / ${RATE} over ${f.secondsOnceStarted.toFixed(1)} s after n8n had begun every execution's Extract (${f.timeline.lastExtractStarted.toFixed(1)} s after the first call)`,
+      },
+      {
         measure: 'no limit anywhere: files per second',
         value: free.filesPerSecond,
         unit: 'files/s',

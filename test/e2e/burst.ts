@@ -18,7 +18,9 @@
  * - the timeline says where the time went, in seconds from the first call on the wall clock: when
  *   n8n created and started the first execution and began its Extract (its records), when the first
  *   and last request reached the service (the emulator's clock, the same wall clock), and when the
- *   last Extract ended, the last execution stopped and the last call was answered.
+ *   last Extract ended, the last execution stopped and the last call was answered;
+ * - `ratioOnceStarted` is the rate used from the moment n8n had begun every execution's Extract to
+ *   the last arrival: the pacing's own figure, without n8n's slow start of 50 executions at once.
  */
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
@@ -71,6 +73,15 @@ export interface BurstFigures {
   ratioWhileFlowing: number;
   perSecond: number;
   timeline: BurstTimeline;
+  /**
+   * Requests per second at the service / the rate, from the moment n8n had begun every execution's
+   * Extract to the last arrival: the pacing's own share of the rate, once n8n is no longer busy
+   * taking the calls and starting executions (on a loaded machine that takes it seconds).
+   */
+  ratioOnceStarted: number;
+  /** The requests that arrived in that time, and how long it was. */
+  requestsOnceStarted: number;
+  secondsOnceStarted: number;
 }
 
 /** Each measure in one n8n has its own workflow and webhook path (a published one stays published). */
@@ -415,6 +426,10 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
     const orphans = held.filter((id) => !returned.has(id));
     const refused = stats.answersByStatus['429'] ?? 0;
     const span = ((stats.lastArrivalMs ?? 0) - (stats.firstArrivalMs ?? 0)) / 1000;
+    const allStarted = startedWallMs + timeline.lastExtractStarted * 1000;
+    const onceStarted = stats.arrivalsMs.filter((ms) => ms >= allStarted);
+    const secondsOnceStarted =
+      onceStarted.length > 1 ? (onceStarted.at(-1)! - onceStarted[0]!) / 1000 : Number.NaN;
     const requests = stats.totalRequests;
     const files = succeeded * filesPerExecution;
     const answeredRequestsPerFile = files > 0 ? (requests - refused) / files : Infinity;
@@ -441,6 +456,10 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
       ratioWhileFlowing: span > 0 ? (requests - refused) / span / perSecond : 0,
       perSecond,
       timeline,
+      // Between the first and the last of them: one interval fewer than requests.
+      ratioOnceStarted: (onceStarted.length - 1) / secondsOnceStarted / perSecond,
+      requestsOnceStarted: onceStarted.length,
+      secondsOnceStarted,
     };
   } finally {
     n8n.emulator.faults.clear();
@@ -459,6 +478,7 @@ export const describeBurst = (f: BurstFigures) =>
     `${f.files} files in ${f.seconds.toFixed(1)} s = ${f.filesPerSecond.toFixed(2)} files/s; ` +
       `bound ${f.boundFilesPerSecond.toFixed(2)} files/s (${f.perSecond} req/s, ${f.answeredRequestsPerFile.toFixed(2)} answered requests per file): ratio ${f.ratioToBound.toFixed(2)}`,
     `requests flowed for ${f.requestSpanSeconds.toFixed(1)} s of them, at ${f.ratioWhileFlowing.toFixed(2)} of the rate`,
+    `once n8n had begun every execution's Extract: ${f.requestsOnceStarted} requests in ${f.secondsOnceStarted.toFixed(1)} s, at ${f.ratioOnceStarted.toFixed(2)} of the rate`,
     `timeline (s from the first call): ${describeTimeline(f.timeline)}`,
   ].join('\n');
 
