@@ -280,7 +280,8 @@ async function executionRecords(n8n: RealN8n, workflowId: string): Promise<Execu
           extract?.startTime !== undefined && extract.executionTime !== undefined
             ? extract.startTime + extract.executionTime
             : undefined,
-        error: row.status === 'success' ? undefined : (data.resultData?.error?.message ?? 'no error recorded'),
+        error:
+          row.status === 'success' ? undefined : (data.resultData?.error?.message ?? 'no error recorded'),
       };
     });
   } finally {

@@ -68,10 +68,7 @@ export async function prepareN8n(
 ): Promise<RealN8n> {
   const [bin, tarball] = parts
     ? [parts.bin, parts.tarball]
-    : await Promise.all([
-        installedN8n(),
-        sharedPack().then((packed) => packed.tarballs['n8n-nodes-docex']!),
-      ]);
+    : await Promise.all([installedN8n(), sharedPack().then((packed) => packed.tarballs['n8n-nodes-docex']!)]);
   // A SQLite database starts as a copy of the version's migrated one; PostgreSQL (queue mode) is
   // migrated by the file's own main instance.
   const sqlite = (extraEnv.DB_TYPE ?? 'sqlite') === 'sqlite';
