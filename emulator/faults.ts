@@ -27,6 +27,8 @@ export interface Stats {
   /** When the first and the last request since the last reset arrived (the emulator's clock, ms). */
   firstArrivalMs: number | null;
   lastArrivalMs: number | null;
+  /** When each request since the last reset arrived, in order (the emulator's clock, ms). */
+  arrivalsMs: number[];
   peakConcurrency: number;
   totalRequests: number;
 }
@@ -67,6 +69,7 @@ export class StatsRecorder {
   private maxPerSecond = 0;
   private firstArrival: number | null = null;
   private lastArrival: number | null = null;
+  private arrivals: number[] = [];
   private inFlight = 0;
   private peak = 0;
   private total = 0;
@@ -76,6 +79,7 @@ export class StatsRecorder {
     this.total++;
     this.firstArrival ??= now;
     this.lastArrival = now;
+    this.arrivals.push(now);
     this.requestsByOperation[operation] = (this.requestsByOperation[operation] ?? 0) + 1;
     this.window.push(now);
     while (this.window.length > 0 && this.window[0]! <= now - 1000) this.window.shift();
@@ -101,6 +105,7 @@ export class StatsRecorder {
       maxRequestsInOneSecond: this.maxPerSecond,
       firstArrivalMs: this.firstArrival,
       lastArrivalMs: this.lastArrival,
+      arrivalsMs: [...this.arrivals],
       peakConcurrency: this.peak,
       totalRequests: this.total,
     };
@@ -113,6 +118,7 @@ export class StatsRecorder {
     this.maxPerSecond = 0;
     this.firstArrival = null;
     this.lastArrival = null;
+    this.arrivals = [];
     this.peak = this.inFlight;
     this.total = 0;
   }

@@ -14,7 +14,13 @@
  *   much of the rate the burst used for useful work, from the first call to the last answer;
  *   `ratioWhileFlowing` is the same from the first request's arrival at the service to the last
  *   one's, without the time n8n itself takes to start the executions and to answer the calls.
- * - when executions fail, the reasons come from n8n's own records (its SQLite database).
+ * - when executions fail, the reasons come from n8n's own records (its SQLite database);
+ * - the timeline says where the time went, in seconds from the first call on the wall clock: when
+ *   n8n created and started the first execution and began its Extract (its records), when the first
+ *   and last request reached the service (the emulator's clock, the same wall clock), and when the
+ *   last Extract ended, the last execution stopped and the last call was answered;
+ * - `ratioOnceStarted` is the rate used from the moment n8n had begun every execution's Extract to
+ *   the last arrival: the pacing's own figure, without n8n's slow start of 50 executions at once.
  */
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
@@ -66,6 +72,16 @@ export interface BurstFigures {
   /** Answered requests per second within that span / the rate: how much of the rate the pacing used. */
   ratioWhileFlowing: number;
   perSecond: number;
+  timeline: BurstTimeline;
+  /**
+   * Requests per second at the service / the rate, from the moment n8n had begun every execution's
+   * Extract to the last arrival: the pacing's own share of the rate, once n8n is no longer busy
+   * taking the calls and starting executions (on a loaded machine that takes it seconds).
+   */
+  ratioOnceStarted: number;
+  /** The requests that arrived in that time, and how long it was. */
+  requestsOnceStarted: number;
+  secondsOnceStarted: number;
 }
 
 /** Each measure in one n8n has its own workflow and webhook path (a published one stays published). */
@@ -210,11 +226,28 @@ interface Sqlite {
   OPEN_READONLY: number;
 }
 
+/** One execution as n8n recorded it: its status, the times it kept (ms, wall clock) and its error. */
+interface ExecutionRecord {
+  status: string;
+  createdAt: number;
+  startedAt: number | undefined;
+  stoppedAt: number | undefined;
+  /** When the Extract node began and ended (n8n's run data). */
+  extractStart: number | undefined;
+  extractEnd: number | undefined;
+  error: string | undefined;
+}
+
+/** n8n's SQLite keeps its dates as UTC text ("2026-11-28 06:40:07.123"). */
+const sqliteDate = (value: unknown): number | undefined =>
+  typeof value === 'string' && value !== '' ? Date.parse(`${value.replace(' ', 'T')}Z`) : undefined;
+
 /**
- * Why the workflow's executions that did not succeed failed, read from n8n's own records (its SQLite
- * database; the webhook's answer only says "Error in workflow"): the message of the error n8n kept.
+ * The workflow's executions as n8n recorded them (its SQLite database; the webhook's answer only
+ * says "Error in workflow"): when each was created, started and stopped, when its Extract ran, and
+ * the message of the error n8n kept.
  */
-async function executionErrors(n8n: RealN8n, workflowId: string): Promise<Record<string, number>> {
+async function executionRecords(n8n: RealN8n, workflowId: string): Promise<ExecutionRecord[]> {
   const fromN8n = createRequire(join(n8n.installDir, 'node_modules', 'n8n', 'package.json'));
   const sqlite = fromN8n('sqlite3') as Sqlite;
   const flatted = fromN8n('flatted') as { parse(text: string): unknown };
@@ -222,25 +255,91 @@ async function executionErrors(n8n: RealN8n, workflowId: string): Promise<Record
   try {
     const rows = await new Promise<Array<Record<string, unknown>>>((resolve, reject) =>
       db.all(
-        `SELECT e.status, d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
-         WHERE e."workflowId" = ? AND e.status != 'success'`,
+        `SELECT e.status, e."createdAt", e."startedAt", e."stoppedAt", d.data
+         FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
+         WHERE e."workflowId" = ?`,
         [workflowId],
         (error, found) => (error ? reject(error) : resolve(found)),
       ),
     );
-    const errors: Record<string, number> = {};
-    for (const row of rows) {
+    return rows.map((row) => {
       const data = flatted.parse(String(row.data)) as {
-        resultData?: { error?: { message?: string; description?: string } };
+        resultData?: {
+          error?: { message?: string };
+          runData?: Record<string, Array<{ startTime?: number; executionTime?: number }>>;
+        };
       };
-      const error = data.resultData?.error;
-      const why = `${String(row.status)}: ${error?.message ?? 'no error recorded'}`;
-      errors[why] = (errors[why] ?? 0) + 1;
-    }
-    return errors;
+      const extract = data.resultData?.runData?.Extract?.[0];
+      return {
+        status: String(row.status),
+        createdAt: sqliteDate(row.createdAt) ?? Number.NaN,
+        startedAt: sqliteDate(row.startedAt),
+        stoppedAt: sqliteDate(row.stoppedAt),
+        extractStart: extract?.startTime,
+        extractEnd:
+          extract?.startTime !== undefined && extract.executionTime !== undefined
+            ? extract.startTime + extract.executionTime
+            : undefined,
+        error:
+          row.status === 'success' ? undefined : (data.resultData?.error?.message ?? 'no error recorded'),
+      };
+    });
   } finally {
     db.close();
   }
+}
+
+/** Why the executions that did not succeed failed, with how many gave each reason. */
+function errorsOf(records: ExecutionRecord[]): Record<string, number> {
+  const errors: Record<string, number> = {};
+  for (const record of records.filter((r) => r.status !== 'success')) {
+    const why = `${record.status}: ${record.error}`;
+    errors[why] = (errors[why] ?? 0) + 1;
+  }
+  return errors;
+}
+
+/**
+ * Where the burst's time went, in seconds from the first call sent (wall clock): the start (n8n
+ * taking the calls and starting executions, then the node's work before its first request reaches
+ * the service), the flow, and the tail (after the last request's arrival until the last answer).
+ */
+export interface BurstTimeline {
+  firstExecutionCreated: number;
+  firstExecutionStarted: number;
+  /** When the first execution's Extract began (n8n's run data). */
+  firstExtractStarted: number;
+  /** When the last execution's Extract began: n8n started every execution by then. */
+  lastExtractStarted: number;
+  firstArrival: number;
+  lastArrival: number;
+  lastExtractEnded: number;
+  lastExecutionStopped: number;
+  lastAnswer: number;
+}
+
+function timelineOf(
+  records: ExecutionRecord[],
+  startedWallMs: number,
+  arrivals: { first: number | null; last: number | null },
+  lastAnswerWallMs: number,
+): BurstTimeline {
+  const at = (ms: number | undefined | null) => (ms == null ? Number.NaN : (ms - startedWallMs) / 1000);
+  const times = (pick: (r: ExecutionRecord) => number | undefined) =>
+    records.map(pick).filter((t): t is number => t !== undefined && Number.isFinite(t));
+  const first = (pick: (r: ExecutionRecord) => number | undefined) => at(Math.min(...times(pick)));
+  const last = (pick: (r: ExecutionRecord) => number | undefined) => at(Math.max(...times(pick)));
+  return {
+    firstExecutionCreated: first((r) => r.createdAt),
+    firstExecutionStarted: first((r) => r.startedAt),
+    firstExtractStarted: first((r) => r.extractStart),
+    lastExtractStarted: last((r) => r.extractStart),
+    firstArrival: at(arrivals.first),
+    lastArrival: at(arrivals.last),
+    lastExtractEnded: last((r) => r.extractEnd),
+    lastExecutionStopped: last((r) => r.stoppedAt),
+    lastAnswer: at(lastAnswerWallMs),
+  };
 }
 
 /**
@@ -282,7 +381,15 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
     n8n.emulator.resetStats();
     const forms = Array.from({ length: executions }, (_, e) => invoiceForm(measure, e, filesPerExecution));
     const started = performance.now();
-    const answers = await Promise.all(forms.map((form) => post(url, form)));
+    const startedWallMs = Date.now();
+    let lastAnswerWallMs = startedWallMs;
+    const answers = await Promise.all(
+      forms.map(async (form) => {
+        const answer = await post(url, form);
+        lastAnswerWallMs = Math.max(lastAnswerWallMs, Date.now());
+        return answer;
+      }),
+    );
     const seconds = (performance.now() - started) / 1000;
     const stats = n8n.emulator.stats();
     n8n.emulator.faults.clear();
@@ -307,12 +414,23 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
         failures[why] = (failures[why] ?? 0) + 1;
       }
     }
-    const whyFailed = succeeded < executions ? await executionErrors(n8n, workflowId) : {};
+    const records = await executionRecords(n8n, workflowId);
+    const whyFailed = errorsOf(records);
+    const timeline = timelineOf(
+      records,
+      startedWallMs,
+      { first: stats.firstArrivalMs, last: stats.lastArrivalMs },
+      lastAnswerWallMs,
+    );
     const client = createNodeClient({ baseUrl: n8n.emulator.url, apiKey: n8n.emulator.keys[0]! });
     const held = await client.fetchDocuments({ template_id: templateId });
     const orphans = held.filter((id) => !returned.has(id));
     const refused = stats.answersByStatus['429'] ?? 0;
     const span = ((stats.lastArrivalMs ?? 0) - (stats.firstArrivalMs ?? 0)) / 1000;
+    const allStarted = startedWallMs + timeline.lastExtractStarted * 1000;
+    const onceStarted = stats.arrivalsMs.filter((ms) => ms >= allStarted);
+    const secondsOnceStarted =
+      onceStarted.length > 1 ? (onceStarted.at(-1)! - onceStarted[0]!) / 1000 : Number.NaN;
     const requests = stats.totalRequests;
     const files = succeeded * filesPerExecution;
     const answeredRequestsPerFile = files > 0 ? (requests - refused) / files : Infinity;
@@ -338,6 +456,11 @@ export async function measureBurst(n8n: RealN8n, options: BurstOptions = {}): Pr
       requestSpanSeconds: span,
       ratioWhileFlowing: span > 0 ? (requests - refused) / span / perSecond : 0,
       perSecond,
+      timeline,
+      // Between the first and the last of them: one interval fewer than requests.
+      ratioOnceStarted: (onceStarted.length - 1) / secondsOnceStarted / perSecond,
+      requestsOnceStarted: onceStarted.length,
+      secondsOnceStarted,
     };
   } finally {
     n8n.emulator.faults.clear();
@@ -356,4 +479,15 @@ export const describeBurst = (f: BurstFigures) =>
     `${f.files} files in ${f.seconds.toFixed(1)} s = ${f.filesPerSecond.toFixed(2)} files/s; ` +
       `bound ${f.boundFilesPerSecond.toFixed(2)} files/s (${f.perSecond} req/s, ${f.answeredRequestsPerFile.toFixed(2)} answered requests per file): ratio ${f.ratioToBound.toFixed(2)}`,
     `requests flowed for ${f.requestSpanSeconds.toFixed(1)} s of them, at ${f.ratioWhileFlowing.toFixed(2)} of the rate`,
+    `once n8n had begun every execution's Extract: ${f.requestsOnceStarted} requests in ${f.secondsOnceStarted.toFixed(1)} s, at ${f.ratioOnceStarted.toFixed(2)} of the rate`,
+    `timeline (s from the first call): ${describeTimeline(f.timeline)}`,
   ].join('\n');
+
+const describeTimeline = (t: BurstTimeline) =>
+  [
+    `first execution created ${t.firstExecutionCreated.toFixed(2)}, started ${t.firstExecutionStarted.toFixed(2)}`,
+    `first Extract ${t.firstExtractStarted.toFixed(2)}, last Extract began ${t.lastExtractStarted.toFixed(2)}`,
+    `first request arrived ${t.firstArrival.toFixed(2)}, last ${t.lastArrival.toFixed(2)}`,
+    `last Extract ended ${t.lastExtractEnded.toFixed(2)}, last execution stopped ${t.lastExecutionStopped.toFixed(2)}`,
+    `last answer ${t.lastAnswer.toFixed(2)}`,
+  ].join('; ');

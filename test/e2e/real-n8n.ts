@@ -54,17 +54,26 @@ export { CREDENTIAL } from './n8n-rest.ts';
 /** `env`: more environment for every n8n command (a database, queue mode, an encryption key). */
 export async function prepareN8n(
   emulatorOptions: EmulatorOptions = {},
-  { env: extraEnv = {} }: { env?: NodeJS.ProcessEnv } = {},
+  {
+    env: extraEnv = {},
+    parts,
+  }: {
+    env?: NodeJS.ProcessEnv;
+    /**
+     * n8n's binary and the n8n-nodes-docex tarball, for a caller outside vitest (a bench), which has
+     * no e2e global set-up to take them from.
+     */
+    parts?: { bin: string; tarball: string };
+  } = {},
 ): Promise<RealN8n> {
-  const [bin, packed] = await Promise.all([installedN8n(), sharedPack()]);
+  const [bin, tarball] = parts
+    ? [parts.bin, parts.tarball]
+    : await Promise.all([installedN8n(), sharedPack().then((packed) => packed.tarballs['n8n-nodes-docex']!)]);
   // A SQLite database starts as a copy of the version's migrated one; PostgreSQL (queue mode) is
   // migrated by the file's own main instance.
   const sqlite = (extraEnv.DB_TYPE ?? 'sqlite') === 'sqlite';
   const home = await timed('n8n user folder', async () =>
-    prepareUserFolder(
-      packed.tarballs['n8n-nodes-docex']!,
-      sqlite ? await migratedSqliteFolder(bin) : undefined,
-    ),
+    prepareUserFolder(tarball, sqlite ? await migratedSqliteFolder(bin) : undefined),
   );
   const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
   const env = await n8nEnvironment(home, extraEnv);

@@ -207,6 +207,58 @@ describe('SendSlots', () => {
     await expect(waiting).rejects.toBeInstanceOf(DocexAbortError);
   });
 
+  test('without a margin (the default), slots are 1000 / rate ms apart: answers that come at once let the whole rate through', async () => {
+    const clock = simulatedClock();
+    const slots = new SendSlots({ random: () => 0 });
+    const rate: SlotRate = { perSecond: 10 };
+    expect(spacingMsOf(rate)).toBe(100);
+    const sent: number[] = [];
+    const done = Promise.all(
+      Array.from({ length: 50 }, async () => {
+        const slot = await waitForSendSlot(slots, 'k', rate, clock);
+        sent.push(clock.now());
+        slots.answered(slot, clock.now(), 200);
+      }),
+    );
+    await clock.drain();
+    await done;
+    expect(sent).toEqual(Array.from({ length: 50 }, (_, i) => i * 100));
+    expect(maxInWindow(sent, 1000)).toBe(10);
+  });
+
+  test('without a margin, wherever each request arrives between its let-go and its answer, no second at the service holds more than the rate', async () => {
+    // The counting rule alone is the guarantee: of any rate + 1 arrivals in one server second, the
+    // one let go last went while the others all still counted (each arrived before its answer,
+    // and counts until a second after it). Late let-gos, slow and uneven answers, arrivals anywhere
+    // in between (pseudo-random, repeatable): the arrivals never exceed the rate in any second.
+    for (const seed0 of [1, 7, 42, 1234, 99_991]) {
+      let seed = seed0;
+      const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+      const clock = simulatedClock();
+      const slots = new SendSlots({ random: () => 0 });
+      const rate: SlotRate = { perSecond: 10 };
+      const arrivals: number[] = [];
+      const done = Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          await clock.sleep(random() < 0.5 ? 0 : i * 40);
+          const slot = await waitForSendSlot(slots, 'k', rate, clock);
+          const latency = random() < 0.2 ? random() * 600 : random() * 60;
+          const arrival = clock.now() + random() * latency;
+          clock.schedule(arrival - clock.now(), () => arrivals.push(clock.now()));
+          await clock.sleep(latency);
+          slots.answered(slot, clock.now(), 200);
+        }),
+      );
+      await clock.drain();
+      await done;
+      expect(arrivals).toHaveLength(200);
+      expect(maxInWindow(arrivals, 1000)).toBeLessThanOrEqual(10);
+      // Not slower than the rule requires: 200 requests answered within 600 ms take less than
+      // 200 / 10 seconds plus a second of latency per ten.
+      expect(clock.now()).toBeLessThan(200 * 100 + 20 * 600 + 600);
+    }
+  });
+
   test('a rate must be a positive number of requests per second', () => {
     for (const perSecond of [0, -1, Number.NaN, Number.POSITIVE_INFINITY])
       expect(() => spacingMsOf({ perSecond })).toThrow(/positive number of requests per second/);
