@@ -38,6 +38,8 @@ export async function makeWorld(
     emulator?: EmulatorOptions;
     /** The CA the test's own set-up client trusts (an emulator over HTTPS with a private CA). */
     caFile?: string;
+    /** More keys of the config's `upload` mapping (flow style, e.g. `batch_files: 1`). */
+    uploadYaml?: string;
     /** More keys of the config's `api` mapping (flow style, e.g. `proxy: "...", ca_file: "..."`), base_url among them to replace the emulator's URL. */
     apiYaml?: string;
   } = {},
@@ -63,7 +65,7 @@ export async function makeWorld(
       'state_db: ./state/sync.db',
       `api: { ${/\bbase_url:/.test(options.apiYaml ?? '') ? '' : `base_url: "${emulator.url}", `}concurrency: 4, ${/\brequests_per_second:/.test(options.apiYaml ?? '') ? '' : 'requests_per_second: 200, '}max_retries: 2${options.apiYaml ? `, ${options.apiYaml}` : ''} }`,
       'poll: { interval_ms: 50, max_interval_ms: 200 }',
-      'upload: { retry_base_ms: 50, retry_max_ms: 200, max_attempts: 20 }',
+      `upload: { retry_base_ms: 50, retry_max_ms: 200, max_attempts: 20${options.uploadYaml ? `, ${options.uploadYaml}` : ''} }`,
       'watch:',
       '  - path: ./inbox',
       `    template_id: ${template.id}`,

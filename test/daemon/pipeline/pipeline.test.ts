@@ -151,7 +151,9 @@ describe('docex-sync pipeline against the emulator', () => {
   });
 
   it('an upload the service refuses (413) fails at once with the reason; others go on', async () => {
-    world = await makeWorld();
+    // One file per request: two files found together would otherwise share one, and a refused batch
+    // is sent again file by file (batch-upload.test.ts proves that path), a third upload.
+    world = await makeWorld({ uploadYaml: 'batch_files: 1' });
     world.emulator.faults.set({ maxUploadBytes: 1000, operations: ['upload_file'] });
     const daemon = await world.start();
     await writeFile(join(world.dir, 'inbox', 'huge.txt'), invoice('H-1') + 'x'.repeat(5000));
