@@ -72,6 +72,24 @@ export async function imapOptions(mailbox: MailboxConfig, env: NodeJS.ProcessEnv
   };
 }
 
+/** imapflow's login failure: the server's answer, with the command's tag ("2 NO ...") cut off. */
+function loginAnswer(error: unknown): string | undefined {
+  const e = error as { authenticationFailed?: boolean; response?: unknown };
+  if (!e.authenticationFailed) return undefined;
+  return typeof e.response === 'string' ? e.response.replace(/^\S+ (?=(NO|BAD) )/, '') : '';
+}
+
+/**
+ * Whether the server refused the credential. imapflow marks every NO to a login, but RFC 5530's
+ * [UNAVAILABLE] says the server could not check it now (its password database or token check
+ * failed): a failure on its side that says nothing about the secret, retried like a dropped
+ * connection and never reported as a refusal.
+ */
+export function isLoginRefusal(error: unknown): boolean {
+  const said = loginAnswer(error);
+  return said !== undefined && !/\[UNAVAILABLE\]/i.test(said);
+}
+
 /**
  * A readable line for an IMAP error: the server's own text when it gave one, never a credential.
  * With the mailbox, a refused login names the credential it used and what to do (loginRefusal).
@@ -85,9 +103,12 @@ export function describeImapError(error: unknown, mailbox?: MailboxConfig): stri
     authenticationFailed?: boolean;
     oauthError?: { status?: unknown };
   };
-  if (e.authenticationFailed) {
-    // imapflow's response starts with the command's tag ("2 NO ..."), which tells a reader nothing.
-    const said = typeof e.response === 'string' ? e.response.replace(/^\S+ (?=(NO|BAD) )/, '') : '';
+  const said = loginAnswer(error);
+  if (said !== undefined && !isLoginRefusal(error)) {
+    const what = mailbox?.oauth2_token_file ? 'access token' : 'password';
+    return `the server could not check the login now (${said}): a failure on its side, not a wrong ${what}; try again later (a running docex-sync logs in again by itself, with backoff)`;
+  }
+  if (said !== undefined) {
     const oauthStatus =
       e.oauthError?.status !== undefined ? `; OAuth2 status ${String(e.oauthError.status)}` : '';
     const server = said || oauthStatus ? ` (${said}${said ? oauthStatus : oauthStatus.slice(2)})` : '';

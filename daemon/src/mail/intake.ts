@@ -30,6 +30,7 @@ import {
   afterAction,
   credentialFile,
   describeImapError,
+  isLoginRefusal,
   digest,
   imapOptions,
   MailboxError,
@@ -227,7 +228,7 @@ export class MailIntake {
     const { log, mailbox } = this.deps;
     const message = describeImapError(error, mailbox);
     this.changed({ connected: false, last_error: { at: new Date(this.now()).toISOString(), message } });
-    if ((error as { authenticationFailed?: boolean }).authenticationFailed) {
+    if (isLoginRefusal(error)) {
       // In the words status and /healthz use; once per secret, not at every retry.
       if (this.state.login_refused === null || fresh)
         log.error(
