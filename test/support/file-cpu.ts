@@ -9,19 +9,18 @@
  * ends, or left to init, are not counted; the run's own process (global set-ups, shared n8n) is
  * counted apart by the report.
  */
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { CPU_PHASE, processCpuMs, recordTiming } from './timing.ts';
 
 const CARRY = Symbol.for('docex.fileCpu.lastMs');
 type Carrier = { [CARRY]?: number };
 
-afterAll(async () => {
+afterAll(() => {
   const now = processCpuMs();
   if (now === undefined) return;
   const carrier = process as unknown as Carrier;
   const since = carrier[CARRY] ?? 0;
   carrier[CARRY] = now;
-  const { expect } = await import('vitest');
   const file = expect.getState().testPath ?? null;
   recordTiming({ file, phase: CPU_PHASE, ms: now - since, at: Date.now() });
 });
