@@ -11,7 +11,6 @@
  *
  * examples/compose.yaml is checked against the Dockerfile without any tool: same paths, same variables.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,7 +18,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS, archiveFile } from '../../scripts/release-layout.ts';
-import { debianRootTarball, debianRootUnavailable } from './debian-root.ts';
+import { timed } from '../support/timing.ts';
+import { debianRootTarball, debianRootUnavailable, mustRun } from './debian-root.ts';
 import { repo } from './pack.ts';
 import { releaseOnce, type Release } from './release-build.ts';
 import {
@@ -101,21 +101,27 @@ let scratch: string;
 let container: string | undefined;
 const buildah = (args: string[]) => runToEnd('buildah', args);
 
+/** The base image, from the cached Debian root; kept in buildah's storage for later runs. */
+async function baseImage() {
+  if ((await buildah(['inspect', '--type', 'image', BASE])).status === 0) return;
+  const from = (await mustRun('buildah', ['from', 'scratch'])).stdout.trim();
+  const mount = (await mustRun('buildah', ['mount', from])).stdout.trim();
+  await mustRun('tar', ['-xf', debianRootTarball(), '-C', mount]);
+  await mustRun('buildah', ['umount', from]);
+  await mustRun('buildah', ['commit', '-q', from, BASE]);
+  await mustRun('buildah', ['rm', from]);
+}
+
 beforeAll(async () => {
   if (unavailable) return;
   ensureDebianPackage('buildah', () => onPath('buildah'));
-  release = await releaseOnce();
-  service = await serviceWorld();
   scratch = await mkdtemp(join(tmpdir(), 'docex-container-'));
-  // The base image, from the cached Debian root; kept in buildah's storage for later runs.
-  if ((await buildah(['inspect', '--type', 'image', BASE])).status !== 0) {
-    const from = execFileSync('buildah', ['from', 'scratch'], { encoding: 'utf8' }).trim();
-    const mount = execFileSync('buildah', ['mount', from], { encoding: 'utf8' }).trim();
-    execFileSync('tar', ['-xf', debianRootTarball(), '-C', mount]);
-    execFileSync('buildah', ['umount', from]);
-    execFileSync('buildah', ['commit', '-q', from, BASE]);
-    execFileSync('buildah', ['rm', from]);
-  }
+  // The emulator and the base image are made while the release is (the run's one, release-build.ts).
+  await Promise.all([
+    releaseOnce().then((made) => (release = made)),
+    serviceWorld().then((made) => (service = made)),
+    timed('buildah base image from the Debian root (made once, or its check)', baseImage),
+  ]);
 }, 1_800_000);
 afterAll(async () => {
   await service?.stop();

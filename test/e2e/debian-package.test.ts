@@ -46,9 +46,12 @@ async function shown(command: string[], env?: Record<string, string>) {
 
 beforeAll(async () => {
   if (skip) return;
-  release = await releaseOnce();
-  service = await serviceWorld();
-  root = await unpackDebianRoot();
+  // The root and the emulator are made while the release is (the run's one, release-build.ts).
+  await Promise.all([
+    releaseOnce().then((made) => (release = made)),
+    serviceWorld().then((made) => (service = made)),
+    unpackDebianRoot().then((made) => (root = made)),
+  ]);
   await copyFile(release.file(amd64()), at(`/tmp/${amd64()}`));
 }, 1_800_000);
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { timed } from '../support/timing.ts';
 import { ensureDebianPackage, onPath } from './services.ts';
 import { runToEnd, start, type Ran, type Running } from './release-world.ts';
 
@@ -71,13 +72,26 @@ export interface DebianRoot {
   remove(): Promise<void>;
 }
 
-/** A fresh root unpacked from the cached tarball, /proc mounted. */
+/** Runs a command to its end without blocking this process; fails with its output unless it exits 0. */
+export async function mustRun(command: string, args: string[]): Promise<Ran> {
+  const ran = await runToEnd(command, args);
+  if (ran.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (exit ${ran.status}):\n${ran.stderr.slice(-3000)}`);
+  return ran;
+}
+
+/**
+ * A fresh root unpacked from the cached tarball, /proc mounted. The unpack does not block this
+ * process, so that a test file can do it while it waits for something else (the release).
+ */
 export async function unpackDebianRoot(): Promise<DebianRoot> {
-  const tarball = debianRootTarball();
+  const tarball = await timed('Debian root tarball (made once with mmdebstrap, or its check)', () =>
+    debianRootTarball(),
+  );
   const dir = await mkdtemp(join(tmpdir(), 'docex-debian-root-'));
-  execFileSync('tar', ['-xf', tarball, '-C', dir]);
+  await timed('Debian root unpacked from its tarball', () => mustRun('tar', ['-xf', tarball, '-C', dir]));
   await mkdir(join(dir, 'proc'), { recursive: true });
-  execFileSync('mount', ['-t', 'proc', 'proc', join(dir, 'proc')]);
+  await mustRun('mount', ['-t', 'proc', 'proc', join(dir, 'proc')]);
   const env = {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',
