@@ -13,10 +13,11 @@ import { timed } from '../support/timing.ts';
 import { ensureDebianPackage, onPath } from './services.ts';
 import { runToEnd, start, type Ran, type Running } from './release-world.ts';
 
-const cacheDir = join(
-  process.env.DOCEX_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'docex'),
-  'debian',
-);
+const docexCache =
+  process.env.DOCEX_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'docex');
+const cacheDir = join(docexCache, 'debian');
+/** lintian's clean verdicts, by the SHA-256 of the packages it checked (debian-package.test.ts). */
+export const LINTIAN_CACHE = join(docexCache, 'lintian');
 export const ROOT_TARBALL = join(cacheDir, 'bookworm-minbase-systemd.tar');
 
 /** Why a Debian root cannot be made or used here, or undefined when it can. */
