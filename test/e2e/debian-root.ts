@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { timed } from '../support/timing.ts';
+import { recordInstall, timed } from '../support/timing.ts';
 import { ensureDebianPackage, onPath } from './services.ts';
 import { runToEnd, start, type Ran, type Running } from './release-world.ts';
 
@@ -54,6 +54,7 @@ export function debianRootTarball(): string {
   if (made.status !== 0)
     throw new Error(`mmdebstrap failed (exit ${made.status}):\n${made.stderr.slice(-3000)}`);
   execFileSync('mv', [partial, ROOT_TARBALL]);
+  recordInstall('Debian root (mmdebstrap)', Date.now() - started);
   console.log(
     `debian root: made ${ROOT_TARBALL} in ${((Date.now() - started) / 1000).toFixed(0)} s (cached for later runs)`,
   );
