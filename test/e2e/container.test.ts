@@ -11,7 +11,6 @@
  *
  * examples/compose.yaml is checked against the Dockerfile without any tool: same paths, same variables.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,7 +18,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS, archiveFile } from '../../scripts/release-layout.ts';
-import { debianRootTarball, debianRootUnavailable } from './debian-root.ts';
+import { recordInstall, timed } from '../support/timing.ts';
+import { debianRootTarball, debianRootUnavailable, mustRun } from './debian-root.ts';
 import { repo } from './pack.ts';
 import { releaseOnce, type Release } from './release-build.ts';
 import {
@@ -35,7 +35,10 @@ import {
 import { ensureDebianPackage, onPath } from './services.ts';
 
 const BASE = 'localhost/docex-test-debian12:latest';
-const IMAGE = 'localhost/docex-sync-test:latest';
+// Tagged by this process: buildah's storage is the machine's, and two runs (two checkouts) may
+// build at once; each removes its own image when it ends.
+const IMAGE_NAME = 'localhost/docex-sync-test';
+const IMAGE = `${IMAGE_NAME}:${process.pid}`;
 const dockerfile = await readFile(join(repo, 'examples/Dockerfile'), 'utf8');
 
 describe('examples/compose.yaml and examples/Dockerfile', () => {
@@ -101,21 +104,56 @@ let scratch: string;
 let container: string | undefined;
 const buildah = (args: string[]) => runToEnd('buildah', args);
 
+/** The base image, from the cached Debian root; kept in buildah's storage for later runs. */
+async function baseImage() {
+  if ((await buildah(['inspect', '--type', 'image', BASE])).status === 0) return;
+  const started = performance.now();
+  const from = (await mustRun('buildah', ['from', 'scratch'])).stdout.trim();
+  const mount = (await mustRun('buildah', ['mount', from])).stdout.trim();
+  await mustRun('tar', ['-xf', debianRootTarball(), '-C', mount]);
+  await mustRun('buildah', ['umount', from]);
+  await mustRun('buildah', ['commit', '-q', from, BASE]);
+  await mustRun('buildah', ['rm', from]);
+  recordInstall('buildah base image (Debian root)', performance.now() - started);
+}
+
+/**
+ * Removes the test images of runs that ended without removing theirs (killed), and the containers
+ * made from them: each image is tagged with its process's id, and holds a copy of the release.
+ * `rmi` without -f: an image that also has another name only loses this one.
+ */
+async function removeImagesOfEndedRuns() {
+  const ended = (name: string) => {
+    const pid = name.startsWith(`${IMAGE_NAME}:`) ? Number(name.slice(IMAGE_NAME.length + 1)) : NaN;
+    return Number.isInteger(pid) && pid !== process.pid && !isRunning(pid);
+  };
+  const containers = await buildah(['containers', '--format', '{{.ContainerName}}|{{.ImageName}}']);
+  for (const [name, image] of containers.stdout.split('\n').map((line) => line.split('|')))
+    if (name && image && ended(image)) await buildah(['rm', name]);
+  const images = await buildah(['images', '--format', '{{.Name}}:{{.Tag}}']);
+  for (const image of images.stdout.split('\n')) if (ended(image)) await buildah(['rmi', image]);
+}
+
+function isRunning(pid: number) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 beforeAll(async () => {
   if (unavailable) return;
   ensureDebianPackage('buildah', () => onPath('buildah'));
-  release = await releaseOnce();
-  service = await serviceWorld();
   scratch = await mkdtemp(join(tmpdir(), 'docex-container-'));
-  // The base image, from the cached Debian root; kept in buildah's storage for later runs.
-  if ((await buildah(['inspect', '--type', 'image', BASE])).status !== 0) {
-    const from = execFileSync('buildah', ['from', 'scratch'], { encoding: 'utf8' }).trim();
-    const mount = execFileSync('buildah', ['mount', from], { encoding: 'utf8' }).trim();
-    execFileSync('tar', ['-xf', debianRootTarball(), '-C', mount]);
-    execFileSync('buildah', ['umount', from]);
-    execFileSync('buildah', ['commit', '-q', from, BASE]);
-    execFileSync('buildah', ['rm', from]);
-  }
+  // The emulator and the base image are made while the release is (the run's one, release-build.ts).
+  await Promise.all([
+    releaseOnce().then((made) => (release = made)),
+    serviceWorld().then((made) => (service = made)),
+    timed('buildah base image from the Debian root (made once, or its check)', baseImage),
+    removeImagesOfEndedRuns(),
+  ]);
 }, 1_800_000);
 afterAll(async () => {
   await service?.stop();

@@ -9,13 +9,15 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { recordInstall, timed } from '../support/timing.ts';
 import { ensureDebianPackage, onPath } from './services.ts';
 import { runToEnd, start, type Ran, type Running } from './release-world.ts';
 
-const cacheDir = join(
-  process.env.DOCEX_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'docex'),
-  'debian',
-);
+const docexCache =
+  process.env.DOCEX_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'docex');
+const cacheDir = join(docexCache, 'debian');
+/** lintian's clean verdicts, by the SHA-256 of the packages it checked (debian-package.test.ts). */
+export const LINTIAN_CACHE = join(docexCache, 'lintian');
 export const ROOT_TARBALL = join(cacheDir, 'bookworm-minbase-systemd.tar');
 
 /** Why a Debian root cannot be made or used here, or undefined when it can. */
@@ -52,6 +54,7 @@ export function debianRootTarball(): string {
   if (made.status !== 0)
     throw new Error(`mmdebstrap failed (exit ${made.status}):\n${made.stderr.slice(-3000)}`);
   execFileSync('mv', [partial, ROOT_TARBALL]);
+  recordInstall('Debian root (mmdebstrap)', Date.now() - started);
   console.log(
     `debian root: made ${ROOT_TARBALL} in ${((Date.now() - started) / 1000).toFixed(0)} s (cached for later runs)`,
   );
@@ -71,13 +74,26 @@ export interface DebianRoot {
   remove(): Promise<void>;
 }
 
-/** A fresh root unpacked from the cached tarball, /proc mounted. */
+/** Runs a command to its end without blocking this process; fails with its output unless it exits 0. */
+export async function mustRun(command: string, args: string[]): Promise<Ran> {
+  const ran = await runToEnd(command, args);
+  if (ran.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (exit ${ran.status}):\n${ran.stderr.slice(-3000)}`);
+  return ran;
+}
+
+/**
+ * A fresh root unpacked from the cached tarball, /proc mounted. The unpack does not block this
+ * process, so that a test file can do it while it waits for something else (the release).
+ */
 export async function unpackDebianRoot(): Promise<DebianRoot> {
-  const tarball = debianRootTarball();
+  const tarball = await timed('Debian root tarball (made once with mmdebstrap, or its check)', () =>
+    debianRootTarball(),
+  );
   const dir = await mkdtemp(join(tmpdir(), 'docex-debian-root-'));
-  execFileSync('tar', ['-xf', tarball, '-C', dir]);
+  await timed('Debian root unpacked from its tarball', () => mustRun('tar', ['-xf', tarball, '-C', dir]));
   await mkdir(join(dir, 'proc'), { recursive: true });
-  execFileSync('mount', ['-t', 'proc', 'proc', join(dir, 'proc')]);
+  await mustRun('mount', ['-t', 'proc', 'proc', join(dir, 'proc')]);
   const env = {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',

@@ -6,6 +6,7 @@
  *   postgresql, playwright-core), started at once in the background, one apt-get after another,
  *   with no hook time limit (a first install takes minutes: within a file's beforeAll it timed out);
  * - one `npm pack` of both packages (test/e2e/pack.ts) for the whole run;
+ * - one release (scripts/release.ts --fast, test/e2e/release-build.ts) for the files that test it;
  * - one n8n per configuration (its n8n version: the suite's, or the configuration's own), started on the first file's request and shared by every file that
  *   asks for it (test/e2e/shared.ts, `sharedN8n()`); stopped at the end of the run.
  *
@@ -23,6 +24,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { timed } from '../support/timing.ts';
+import { makeRelease, RELEASE_PHASE } from './release-build.ts';
 import {
   installDirOf,
   installN8n,
@@ -138,6 +140,12 @@ function oneTimeInstalls(): {
 }
 
 /**
+ * The release for release.test.ts, debian-package.test.ts and container.test.ts (`releaseOnce()`):
+ * made once for the run, by a child process, instead of once per worker that runs one of them.
+ */
+const releaseForRun = () => timed(RELEASE_PHASE, makeRelease);
+
+/**
  * Both e2e projects (e2e, and e2e-alone for the files that run alone) name this set-up: the first
  * makes the endpoint, the other is handed the same one, so that the run still packs, installs and
  * boots each n8n once. The last to end stops it.
@@ -239,6 +247,7 @@ async function start() {
     else if (path.startsWith('/installs/n8n/')) promise = installs.n8nOf(path.slice('/installs/n8n/'.length));
     else if (path === '/installs/debian') promise = installs.debian;
     else if (path === '/pack') promise = make('pack', pack);
+    else if (path === '/release') promise = make('release', releaseForRun);
     else if (path.startsWith('/n8n/') && path.endsWith('/log')) {
       const log = logs.get(path.slice('/n8n/'.length, -'/log'.length));
       res.writeHead(200, { 'content-type': 'text/plain' }).end(log ? log().slice(-3000) : '');
@@ -280,6 +289,7 @@ async function start() {
         void make(`n8n ${configuration}`, () => n8n(configuration));
     }
     if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
+    if (asked.some((text) => /\breleaseOnce\(/.test(text))) void make('release', releaseForRun);
   };
 
   const stop = async () => {

@@ -50,10 +50,11 @@ const LINKED_DOT_ENTRIES = ['.bin', '.package-lock.json', '.docex-lock-hash'];
  */
 function linkInstalledModules(from: string, to: string) {
   mkdirSync(to);
-  for (const entry of readdirSync(from)) {
-    if (entry.startsWith('.') && !LINKED_DOT_ENTRIES.includes(entry)) continue;
-    execFileSync('cp', ['-al', join(from, entry), join(to, entry)]);
-  }
+  const entries = readdirSync(from).filter(
+    (entry) => !entry.startsWith('.') || LINKED_DOT_ENTRIES.includes(entry),
+  );
+  // One cp for all of them: a cp per package (~570) cost ~10 s of CPU, one ~2 s.
+  execFileSync('cp', ['-al', ...entries.map((entry) => join(from, entry)), to]);
 }
 
 export function packAsDocumented(

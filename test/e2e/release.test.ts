@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS, APP_DIR, archiveFile, releaseName, type Platform } from '../../scripts/release-layout.ts';
+import { repo } from './pack.ts';
 import { releaseOnce, type Release } from './release-build.ts';
 import {
   KEY,
@@ -31,8 +32,8 @@ let service: ServiceWorld;
 let scratch: string;
 
 beforeAll(async () => {
-  release = await releaseOnce();
-  service = await serviceWorld();
+  // The emulator starts while the release is made (the run's one, release-build.ts).
+  [release, service] = await Promise.all([releaseOnce(), serviceWorld()]);
   scratch = await mkdtemp(join(tmpdir(), 'docex-release-test-'));
   console.log(
     Object.entries(release.sizes)
@@ -149,6 +150,20 @@ describe('the release', () => {
             !/\/(bin|dist)\/[\w-]+\.js$|\/package\.json$/.test(f),
         ),
       ).toEqual([]);
+      // The bundles name their modules by paths relative to where they were built (node_modules/...),
+      // never by a folder of the machine that built them (the release is built in a copy of the
+      // sources: test/e2e/release-build.ts).
+      const bundles = files.filter(
+        (f) =>
+          (f.startsWith(`${APP_DIR}/dist/`) || f.startsWith(`${APP_DIR}/node_modules/docex/dist/`)) &&
+          f.endsWith('.js'),
+      );
+      expect(bundles.length).toBeGreaterThan(2);
+      for (const bundle of bundles) {
+        const code = await readFile(join(top, bundle), 'utf8');
+        for (const machinePath of [repo.slice(1), tmpdir().slice(1) + '/docex-'])
+          expect(code.includes(machinePath), `${bundle} names ${machinePath}`).toBe(false);
+      }
       const launcher = await readFile(join(top, launchers[0]!), 'utf8');
       if (p.archive === 'zip') expect(launcher).toContain('%~dp0..\\node\\node.exe');
       else expect(launcher).toContain('exec "$root/node/bin/node"');
