@@ -53,19 +53,42 @@ registerHooks({
 );
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/**
+ * The compile cache for the commands these tests start: the system project's shared one when the
+ * run has it (vitest.config.ts; it changes what a start costs, not which modules it resolves), else
+ * none, so that a bin started here never writes into the user's own cache. The test of the cache
+ * itself sets its own folder.
+ */
+const compileCacheEnv: NodeJS.ProcessEnv = process.env.NODE_COMPILE_CACHE
+  ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }
+  : { NODE_DISABLE_COMPILE_CACHE: '1' };
+
 let run = 0;
-/** The modules a command resolves, and its stdout. */
+/** The modules a command resolves, its stdout and its exit code. */
 function loaded(script: string, args: string[]) {
   const log = join(dir, `modules-${run++}.txt`);
   writeFileSync(log, '');
   // A usage mistake exits 2: the modules it loaded are what counts.
-  const { stdout } = spawnSync(process.execPath, ['--import', hook, script, ...args], {
+  const { stdout, status } = spawnSync(process.execPath, ['--import', hook, script, ...args], {
     cwd: repo,
-    env: { ...process.env, RECORD_MODULES: log, NODE_DISABLE_COMPILE_CACHE: '1' },
+    env: { ...process.env, RECORD_MODULES: log, ...compileCacheEnv },
     encoding: 'utf8',
   });
   const modules = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-  return { stdout, modules };
+  return { stdout, status, modules };
+}
+
+/**
+ * scripts/build.ts for the tests that read the shipped bundles: each target built once per run of
+ * this file (a build is about 5 s of CPU), whichever of those tests runs first; the sources do not
+ * change in between.
+ */
+const builtTargets = new Set<string>();
+function buildOnce(...targets: Array<'docex' | 'daemon'>) {
+  const missing = targets.filter((target) => !builtTargets.has(target));
+  if (missing.length === 0) return;
+  execFileSync(process.execPath, ['scripts/build.ts', ...missing], { cwd: repo, stdio: 'ignore' });
+  for (const target of missing) builtTargets.add(target);
 }
 
 const heavy = (modules: string[]) =>
@@ -163,13 +186,24 @@ writeFileSync(
 );
 const BUNDLES = { docex: 'cli/dist/docex.js', 'docex-sync': syncBundle };
 
-/** What a bundle itself prints (stdout) and its exit code, without the bin's early answers. */
+/**
+ * What a bundle itself prints (stdout) and its exit code, without the bin's early answers: asked of
+ * the bundle once per command and arguments (its answer does not change within a run).
+ */
+const bundleAnswers = new Map<string, { stdout: string; status: number | null }>();
 const fromBundle = (command: 'docex' | 'docex-sync', args: string[]) => {
-  const { stdout, status } = spawnSync(process.execPath, [BUNDLES[command], ...args], {
-    cwd: repo,
-    encoding: 'utf8',
-  });
-  return { stdout, status };
+  const key = JSON.stringify([command, ...args]);
+  let answer = bundleAnswers.get(key);
+  if (!answer) {
+    const { stdout, status } = spawnSync(process.execPath, [BUNDLES[command], ...args], {
+      cwd: repo,
+      env: { ...process.env, ...compileCacheEnv },
+      encoding: 'utf8',
+    });
+    answer = { stdout, status };
+    bundleAnswers.set(key, answer);
+  }
+  return answer;
 };
 
 /** A preload that leaves stdout non-blocking and full, and says on stderr when a write to it meets EAGAIN. */
@@ -193,9 +227,7 @@ fs.writeSync = function (fd) {
 );
 
 describe('the shipped bundles', () => {
-  beforeAll(() => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'docex', 'daemon'], { cwd: repo, stdio: 'ignore' });
-  }, 120_000);
+  beforeAll(() => buildOnce('docex', 'daemon'), 120_000);
 
   it("the bins' early --version answer writes everything, in pieces if need be, and gives up only on a gone reader", async () => {
     const { writeOut } = (await import(pathToFileURL(join(repo, 'cli/bin/answers.js')).href)) as {
@@ -255,8 +287,8 @@ describe('the shipped bundles', () => {
     it(`${command} --version, -v, -V, version, --help, -h, help and no command read no bundle and answer as the bundle, byte for byte`, () => {
       for (const args of [...[...VERSION_WORDS, ...HELP_WORDS].map((w) => [w]), []]) {
         const what = args[0] ?? '(nothing)';
-        const { stdout, modules } = loaded(bin, args);
-        const status = spawnSync(process.execPath, [bin, ...args], { cwd: repo }).status;
+        // One process for all three: its stdout and exit code against the bundle's, its modules.
+        const { stdout, status, modules } = loaded(bin, args);
         expect({ stdout, status }, what).toEqual(fromBundle(command, args));
         expect(stdout, what).toMatch(
           VERSION_WORDS.includes(what) ? new RegExp(`^${command} \\d+\\.\\d+\\.\\d+\\n$`) : /\nUsage: /,
@@ -422,7 +454,7 @@ describe("got's type checks without ICU's list data at start (scripts/defer-intl
 // and nothing else may bring one back unnoticed.
 describe('no ICU list data at start', () => {
   it('the shipped docex runs folders list --json without making one', async () => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo, stdio: 'ignore' });
+    buildOnce('docex');
     const spy = join(dir, 'list-format-spy.mjs');
     writeFileSync(
       spy,
@@ -443,7 +475,7 @@ Intl.ListFormat = function (...args) { fs.writeSync(2, 'Intl.ListFormat made\\n'
             DOCEX_BASE_URL: emulator.url,
             DOCEX_API_KEY: 'sk-startup-1',
             XDG_CONFIG_HOME: dir,
-            NODE_DISABLE_COMPILE_CACHE: '1',
+            ...compileCacheEnv,
           },
         },
       );
@@ -485,7 +517,7 @@ describe("docex's module wrappers compiled with the file, for the compile cache 
   });
 
   it('in the shipped docex.js, every module wrapper', () => {
-    execFileSync(process.execPath, ['scripts/build.ts', 'docex'], { cwd: repo, stdio: 'ignore' });
+    buildOnce('docex');
     const bundle = readFileSync(join(repo, 'cli/dist/docex.js'), 'utf8');
     expect(bundle.match(/__(esm|commonJS)\(\{"[^"]+"\(/g) ?? []).toEqual([]);
     expect((bundle.match(/__(esm|commonJS)\(\{"[^"]+":\(function\(/g) ?? []).length).toBeGreaterThan(100);
@@ -509,7 +541,7 @@ describe('docex folders list from the sources, against the emulator', () => {
             DOCEX_BASE_URL: emulator.url,
             DOCEX_API_KEY: 'sk-startup-2',
             XDG_CONFIG_HOME: dir,
-            NODE_DISABLE_COMPILE_CACHE: '1',
+            ...compileCacheEnv,
           },
         },
       );
