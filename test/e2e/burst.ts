@@ -31,6 +31,7 @@ import { createInvoiceTemplate } from './invoices.ts';
 import { N8nRest } from './n8n-rest.ts';
 import { CREDENTIAL, type RealN8n } from './real-n8n.ts';
 import { n8nReady, setUpOwner, startN8n, until } from './services.ts';
+import { templateFromList } from './workflows.ts';
 
 export interface BurstOptions {
   executions?: number;
@@ -108,12 +109,14 @@ export const burstWorkflow = (id: string, path: string, templateId: number) => (
       webhookId: randomUUID(),
     },
     {
-      // Extract with its default options; every file the webhook received.
+      // Extract with its default options; every file the webhook received. The template as picked
+      // from the list: n8n checks a "By ID" value with a regular expression it stops after 250 ms,
+      // which failed one of 50 executions at a load average of 10-16 (docs/decisions.md, issue #43).
       parameters: {
         resource: 'document',
         operation: 'extract',
         binaryPropertyName: '*',
-        templateId: { __rl: true, mode: 'id', value: String(templateId) },
+        templateId: templateFromList(templateId),
       },
       id: 'extract',
       name: 'Extract',

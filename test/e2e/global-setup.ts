@@ -26,6 +26,7 @@ import type { TestProject } from 'vitest/node';
 import { timed } from '../support/timing.ts';
 import { makeRelease, RELEASE_PHASE } from './release-build.ts';
 import {
+  HEADLESS_N8N,
   installDirOf,
   installN8n,
   migratedSqliteFolder,
@@ -82,13 +83,14 @@ export interface SharedN8nInstance {
  * file's own (real-n8n.ts, `prepareN8n` and services.ts, `startN8n`).
  */
 const CONFIGURATIONS: Record<string, { env: NodeJS.ProcessEnv; version?: string }> = {
-  default: { env: {} },
-  // The same settings, for the editor test alone: its browser steps' time limits derive from its
-  // n8n's start-up time, and other files' work on the same n8n (SQLite answering "Database is not
-  // ready!", a slower editor) made them miss in a full run.
+  // No browser opens it: headless (n8n-instance.ts, HEADLESS_N8N).
+  default: { env: HEADLESS_N8N },
+  // The same settings with the editor UI, for the editor test alone: its browser steps' time limits
+  // derive from its n8n's start-up time, and other files' work on the same n8n (SQLite answering
+  // "Database is not ready!", a slower editor) made them miss in a full run.
   editor: { env: {} },
   // The default settings on the oldest n8n the docs support, for the smoke set (oldest.test.ts).
-  oldest: { env: {}, version: OLDEST_N8N },
+  oldest: { env: HEADLESS_N8N, version: OLDEST_N8N },
 };
 
 /**

@@ -28,6 +28,15 @@ export const OLDEST_N8N = '2.40.7';
 export const N8N_VERSION = process.env.DOCEX_N8N_VERSION || NEWEST_N8N;
 
 /**
+ * The settings of an n8n no browser opens (every e2e n8n but the editor test's and the UI install's):
+ * no editor UI. At each start n8n copies its editor's 29 MB of scripts through five text
+ * replacements into the user folder; without the UI it skips that, and nothing a test drives
+ * through the REST API, webhooks or the CLI depends on it. A boot of n8n 2.41.1 to readiness took
+ * 16.0 and 19.5 CPU-s headless against 22.2-23.8 with the UI (4 boots; bench/n8n-idle.ts, load 6-8).
+ */
+export const HEADLESS_N8N: NodeJS.ProcessEnv = { N8N_DISABLE_UI: 'true' };
+
+/**
  * Installs n8n `version` into the user cache (~/.cache/docex/n8n-<version>) when missing (minutes,
  * once per version); the path of its binary.
  */

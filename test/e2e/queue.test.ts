@@ -48,6 +48,12 @@ let rest: N8nRest;
 const EXTRACT_WORKFLOW = 'wfqueueextract1';
 const TRIGGER_WORKFLOW = 'wfqueuetrigger1';
 const TRIGGER_NAME = 'When a Document Is Extracted';
+/**
+ * How often a wait on n8n's minute polls reads the executions from PostgreSQL (each read parses
+ * every execution's data): a poll comes once a minute, so 2 s adds little to a wait, and makes 30
+ * reads a minute where services.ts' default 250 ms made 240.
+ */
+const POLL_WAIT_PROBE_MS = 2_000;
 
 interface Pg {
   query(sql: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
@@ -299,6 +305,7 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       },
       300_000,
       logs,
+      POLL_WAIT_PROBE_MS,
     );
     expected.push(...(await upload(['P-4', 'P-5', 'P-6'])));
     // A rerun of a document already emitted is a change, not a new document.
@@ -314,6 +321,7 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       },
       300_000,
       logs,
+      POLL_WAIT_PROBE_MS,
     );
     // One more scheduled poll: nothing may come twice. Each scheduled poll asks the service once
     // (fetch_documents, with what it knows); two more asks mean that the first of them has ended
@@ -342,6 +350,7 @@ describe('n8n-nodes-docex in n8n queue mode (main, two workers, Redis, PostgreSQ
       },
       300_000,
       logs,
+      POLL_WAIT_PROBE_MS,
     );
     const final = await executions(TRIGGER_WORKFLOW, TRIGGER_NAME);
     expect(final.length).toBeGreaterThanOrEqual(runs.length);

@@ -17,7 +17,13 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../emulator/index.ts';
 import { timed } from '../support/timing.ts';
-import { installDirOf, migratedSqliteFolder, n8nEnvironment, prepareUserFolder } from './n8n-instance.ts';
+import {
+  HEADLESS_N8N,
+  installDirOf,
+  migratedSqliteFolder,
+  n8nEnvironment,
+  prepareUserFolder,
+} from './n8n-instance.ts';
 import { CREDENTIAL, N8nRest, type RunData } from './n8n-rest.ts';
 import { setUpOwner } from './services.ts';
 import { installedN8n, sharedPack } from './shared.ts';
@@ -76,7 +82,8 @@ export async function prepareN8n(
     prepareUserFolder(tarball, sqlite ? await migratedSqliteFolder(bin) : undefined),
   );
   const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
-  const env = await n8nEnvironment(home, extraEnv);
+  // No browser opens these n8n: headless, unless the caller's settings say otherwise.
+  const env = await n8nEnvironment(home, { ...HEADLESS_N8N, ...extraEnv });
   const cliRun = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { timed } from '../support/timing.ts';
 import { createInvoiceTemplate } from './invoices.ts';
 import { startEmulator, type Emulator } from '../../emulator/index.ts';
-import { installDirOf, n8nEnvironment, N8N_VERSION, OLDEST_N8N } from './n8n-instance.ts';
+import { HEADLESS_N8N, installDirOf, n8nEnvironment, N8N_VERSION, OLDEST_N8N } from './n8n-instance.ts';
 import { CREDENTIAL, N8nRest } from './n8n-rest.ts';
 import { npmEnvironment, startRegistry, type LocalRegistry } from './registry.ts';
 import { n8nReady, setUpOwner, startN8n } from './services.ts';
@@ -70,7 +70,9 @@ async function installedFromRegistry(n8nVersion: string) {
       encoding: 'utf8',
     }),
   );
+  // Headless: the UI installer's REST call is made, no browser opens the editor.
   const env = await n8nEnvironment(home, {
+    ...HEADLESS_N8N,
     N8N_COMMUNITY_PACKAGES_REGISTRY: registry.url,
     N8N_COMMUNITY_PACKAGES_MANAGED_BY_ENV: 'true',
     N8N_COMMUNITY_PACKAGES: JSON.stringify([{ name: PACKAGE, version }]),

@@ -24,19 +24,24 @@ export const freePort = () =>
     });
   });
 
-/** Polls `probe` every 250 ms until it gives a value; `alive` names a process whose exit ends the wait. */
+/**
+ * Polls `probe` every `everyMs` (250 ms) until it gives a value; `context` says what was seen, for
+ * the time-out's message. A wait for something that comes once a minute (n8n's polls) probes less
+ * often: an expensive probe 240 times a minute is CPU the run has not got.
+ */
 export async function until<T>(
   what: string,
   probe: () => T | undefined | Promise<T | undefined>,
   timeoutMs: number,
   context: () => string = () => '',
+  everyMs = 250,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${context()}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
