@@ -85,40 +85,12 @@ const SYSTEM = {
 };
 export const SYSTEM_FILES = Object.values(SYSTEM).flat();
 
-/**
- * The `unit-isolated` project: in-process files that patch what every later file of their process
- * would see, so each runs in a fresh process (vitest's isolation). The rest of `unit` shares its
- * processes between files (`isolate: false`), which imports our sources and n8n-workflow once per
- * process instead of once per file. Found by grep and by running `unit` in random orders: these
- * made later files fail. A new file that patches goes here, in its group
- * (test/lint/test-projects.test.ts refuses one in `unit`).
- */
-const ISOLATED = {
-  /** nock: loading it patches Node's http for the whole process (real uploads through its interceptor:
-   * upload-wire.test.ts's bodies), and disableNetConnect outlives the file (later emulator files
-   * failed with "Nock: Disallowed net connect"). */
-  nock: [
-    'test/daemon/common/exit.test.ts',
-    'test/shared/batch.test.ts',
-    'test/shared/errors.test.ts',
-    'test/shared/logging.test.ts',
-    'test/shared/operations.test.ts',
-    'test/shared/poll.test.ts',
-    'test/shared/retry.test.ts',
-    'test/shared/shapes.test.ts',
-  ],
-  /** vi.mock of node:fs: hoisted to the file's first import, so it must meet a daemon not yet
-   * loaded with the real fs, and must not reach the next file's. */
-  mockedModules: ['test/daemon/intake/blind-watcher.test.ts', 'test/daemon/intake/rescan-cost.test.ts'],
-};
-export const ISOLATED_FILES = Object.values(ISOLATED).flat();
-
 /** End-to-end files that must run alone (the project e2e-alone says why): the two that drive n8n in Chromium. */
 const E2E_ALONE = ['test/e2e/editor.test.ts', 'test/e2e/ui-install.test.ts'];
 
 /**
  * The end-to-end files first (the longest, and mostly waiting), then the system files, then the
- * unit files, shared and isolated (the contract suite runs alone, last).
+ * unit files (the contract suite runs alone, last).
  */
 const PROJECT_ORDER = ['e2e', 'system', 'unit', 'unit-isolated', 'contract'];
 
@@ -157,6 +129,34 @@ class EndToEndFirst extends BaseSequencer {
     return sorted.sort((a, b) => rank(a) - rank(b));
   }
 }
+
+/**
+ * The `unit-isolated` project: in-process files that patch what every later file of their process
+ * would see, so each runs in a fresh process (vitest's isolation). The rest of `unit` shares its
+ * processes between files (`isolate: false`), which imports our sources and n8n-workflow once per
+ * process instead of once per file. Found by grep and by running `unit` in random orders: these
+ * made later files fail. A new file that patches goes here, in its group
+ * (test/lint/test-projects.test.ts refuses one in `unit`).
+ */
+const ISOLATED = {
+  /** nock: loading it patches Node's http for the whole process (real uploads through its interceptor:
+   * upload-wire.test.ts's bodies), and disableNetConnect outlives the file (later emulator files
+   * failed with "Nock: Disallowed net connect"). */
+  nock: [
+    'test/daemon/common/exit.test.ts',
+    'test/shared/batch.test.ts',
+    'test/shared/errors.test.ts',
+    'test/shared/logging.test.ts',
+    'test/shared/operations.test.ts',
+    'test/shared/poll.test.ts',
+    'test/shared/retry.test.ts',
+    'test/shared/shapes.test.ts',
+  ],
+  /** vi.mock of node:fs: hoisted to the file's first import, so it must meet a daemon not yet
+   * loaded with the real fs, and must not reach the next file's. */
+  mockedModules: ['test/daemon/intake/blind-watcher.test.ts', 'test/daemon/intake/rescan-cost.test.ts'],
+};
+export const ISOLATED_FILES = Object.values(ISOLATED).flat();
 
 export default defineConfig({
   test: {
