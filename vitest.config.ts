@@ -97,13 +97,36 @@ const E2E_ALONE = ['test/e2e/editor.test.ts'];
  * The end-to-end files first (the longest, and mostly waiting), then the system files, then the
  * unit files (the contract suite runs alone, last).
  */
-const PROJECT_ORDER = ['e2e', 'system', 'unit', 'contract'];
+const PROJECT_ORDER = ['e2e', 'system', 'unit', 'unit-isolated', 'contract'];
+
+/** The files in an order decided by the seed alone (not by the order the glob found them in). */
+function shuffled(files: TestSpecification[], seed: number): TestSpecification[] {
+  const key = (spec: TestSpecification) => `${spec.project.name}\0${spec.moduleId}`;
+  const order = [...files].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  // mulberry32: a small seeded generator, enough to pick an order.
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return order;
+}
 
 class EndToEndFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     // vitest's order within a project: the slowest of the last run first (the size of the file on
-    // a fresh clone); a stable sort keeps it.
-    const sorted = await super.sort(files);
+    // a fresh clone); a stable sort keeps it. DOCEX_SHUFFLE_FILES=<seed>: the files in a random
+    // order by the seed instead (each file's tests keep theirs: some build on the one before), to
+    // catch a file that leaks into the next ones of its process (the unit project shares them).
+    const seed = process.env.DOCEX_SHUFFLE_FILES;
+    const sorted = seed ? shuffled(files, Number(seed)) : await super.sort(files);
     const rank = (spec: TestSpecification) => {
       const index = PROJECT_ORDER.indexOf(spec.project.name);
       return index === -1 ? PROJECT_ORDER.length : index;
@@ -111,6 +134,34 @@ class EndToEndFirst extends BaseSequencer {
     return sorted.sort((a, b) => rank(a) - rank(b));
   }
 }
+
+/**
+ * The `unit-isolated` project: in-process files that patch what every later file of their process
+ * would see, so each runs in a fresh process (vitest's isolation). The rest of `unit` shares its
+ * processes between files (`isolate: false`), which imports our sources and n8n-workflow once per
+ * process instead of once per file. Found by grep and by running `unit` in random orders: these
+ * made later files fail. A new file that patches goes here, in its group
+ * (test/lint/test-projects.test.ts refuses one in `unit`).
+ */
+const ISOLATED = {
+  /** nock: loading it patches Node's http for the whole process (real uploads through its interceptor:
+   * upload-wire.test.ts's bodies), and disableNetConnect outlives the file (later emulator files
+   * failed with "Nock: Disallowed net connect"). */
+  nock: [
+    'test/daemon/common/exit.test.ts',
+    'test/shared/batch.test.ts',
+    'test/shared/errors.test.ts',
+    'test/shared/logging.test.ts',
+    'test/shared/operations.test.ts',
+    'test/shared/poll.test.ts',
+    'test/shared/retry.test.ts',
+    'test/shared/shapes.test.ts',
+  ],
+  /** vi.mock of node:fs: hoisted to the file's first import, so it must meet a daemon not yet
+   * loaded with the real fs, and must not reach the next file's. */
+  mockedModules: ['test/daemon/intake/blind-watcher.test.ts', 'test/daemon/intake/rescan-cost.test.ts'],
+};
+export const ISOLATED_FILES = Object.values(ISOLATED).flat();
 
 export default defineConfig({
   test: {
@@ -121,17 +172,36 @@ export default defineConfig({
     sequence: { sequencer: EndToEndFirst },
     projects: [
       {
-        // In-process files (the quick loop, `npm run test:quick`, with the contract suite).
-        // A process per file, each isolated (vitest's defaults). Worker threads took 13% less CPU
-        // (198 s against 229 s, load 11-18) but share one libuv thread pool between the files of
-        // a run (fs, zlib, crypto: test/shared/large-answers.test.ts keeps pbkdf2 busy on purpose),
-        // a coupling between files that processes do not have; without isolation, nock's patch of
-        // http and vi.mock of node:fs leaked into later files of a worker (8 files failed).
-        // docs/performance.md, "The quick loop".
+        // In-process files (the quick loop, `npm run test:quick`, with `unit-isolated` and the
+        // contract suite). Processes (forks), not worker threads: threads share one libuv thread
+        // pool between the files of a run (fs, zlib, crypto: test/shared/large-answers.test.ts
+        // keeps pbkdf2 busy on purpose), a coupling between files that processes do not have.
+        // Not isolated: a process runs file after file and imports our sources once, not once per
+        // file (imports were most of the project's CPU); the files that patch process-wide state
+        // are `unit-isolated` (ISOLATED above). docs/performance.md, "The quick loop".
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/contract/**', 'test/e2e/**', ...SYSTEM_FILES, '**/node_modules/**'],
+          exclude: [
+            'test/contract/**',
+            'test/e2e/**',
+            ...SYSTEM_FILES,
+            ...ISOLATED_FILES,
+            '**/node_modules/**',
+          ],
+          setupFiles: FILE_CPU,
+          testTimeout: 20_000,
+          hookTimeout: 30_000,
+          maxWorkers: workers,
+          isolate: false,
+        },
+      },
+      {
+        // In-process files that patch process-wide state (ISOLATED above says which and why): a
+        // fresh process per file, vitest's defaults.
+        test: {
+          name: 'unit-isolated',
+          include: ISOLATED_FILES,
           setupFiles: FILE_CPU,
           testTimeout: 20_000,
           hookTimeout: 30_000,

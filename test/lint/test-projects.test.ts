@@ -3,11 +3,15 @@
  * belongs to the `system` project (SYSTEM in vitest.config.ts, with why), not to `unit`, which
  * `npm run test:quick` runs. Each file of SYSTEM exists and does start one, so the list neither
  * names a file that moved nor keeps one that no longer needs it.
+ *
+ * And the `unit` project's processes run file after file (not isolated): a file that patches
+ * process-wide state belongs to `unit-isolated` (ISOLATED in vitest.config.ts), and each file of
+ * ISOLATED does patch.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SYSTEM_FILES } from '../../vitest.config.ts';
+import { ISOLATED_FILES, SYSTEM_FILES } from '../../vitest.config.ts';
 
 const repo = join(import.meta.dirname, '../..');
 
@@ -34,7 +38,7 @@ const testFiles = readdirSync(join(repo, 'test'), { recursive: true, encoding: '
 const self = relative(repo, import.meta.filename)
   .split('\\')
   .join('/');
-/** The unit project's files but this one, which spells the markers out. */
+/** The unit projects' files (shared and isolated) but this one, which spells the markers out. */
 const unitFiles = testFiles.filter(
   (file) => !/^test\/(e2e|contract)\//.test(file) && !SYSTEM_FILES.includes(file) && file !== self,
 );
@@ -86,4 +90,79 @@ describe('tests that run docex-sync as a process', () => {
       expect(calibrated(readFileSync(join(repo, file), 'utf8'))).toBe(true);
     },
   );
+});
+
+/**
+ * What changes state that the next file of the same process would meet: nock (loading it patches
+ * http; disableNetConnect stays), a module mocked or a global stubbed for the whole file, the
+ * environment, the working directory, the umask, the shared http agent or fetch dispatcher.
+ */
+const PATCHES = [
+  /from 'nock'|helpers-nock\.ts'/,
+  /\bvi\.(mock|doMock|stubGlobal|stubEnv)\(/,
+  /process\.env(\.\w+|\[[^\]]+\])\s*=(?!=)|delete process\.env|Object\.assign\(process\.env/,
+  /process\.(chdir|umask)\(/,
+  /\bglobalAgent\b|setGlobalDispatcher\(|setDefaultResultOrder\(/,
+];
+/** Fake timers are fine in a shared process when every test hands the real ones back. */
+const fakeTimersLeft = (source: string) =>
+  /\bvi\.useFakeTimers\(/.test(source) && !/afterEach\([^;{]*(\{[^}]*)?\bvi\.useRealTimers\(\)/.test(source);
+const patches = (source: string) => [
+  ...PATCHES.filter((pattern) => pattern.test(source)).map(String),
+  ...(fakeTimersLeft(source) ? ['fake timers not handed back in an afterEach'] : []),
+];
+
+/** The file and the test helpers it imports (relative imports under test/, followed through). */
+function withHelpers(file: string): string {
+  const seen = new Set<string>();
+  const visit = (path: string) => {
+    if (seen.has(path) || !existsSync(path)) return;
+    seen.add(path);
+    const source = readFileSync(path, 'utf8');
+    for (const [, spec] of source.matchAll(/from '(\.{1,2}\/[^']+\.ts)'/g)) {
+      const target = resolve(dirname(path), spec!);
+      if (relative(join(repo, 'test'), target).startsWith('..')) continue;
+      visit(target);
+    }
+  };
+  visit(join(repo, file));
+  return [...seen].map((path) => readFileSync(path, 'utf8')).join('\n');
+}
+
+describe('the unit and unit-isolated projects', () => {
+  it('the markers find what patches a process, and only that', () => {
+    expect(patches(`import nock from 'nock';`)).toHaveLength(1);
+    expect(patches(`import { offlineNock } from './helpers-nock.ts';`)).toHaveLength(1);
+    expect(patches(`vi.mock('node:fs', async (original) => ({}))`)).toHaveLength(1);
+    expect(patches(`vi.stubGlobal('fetch', f)`)).toHaveLength(1);
+    expect(patches(`process.env.DOCEX_API_KEY = 'k';`)).toHaveLength(1);
+    expect(patches(`process.env['HTTPS_PROXY'] = url;`)).toHaveLength(1);
+    expect(patches(`process.chdir(dir)`)).toHaveLength(1);
+    expect(patches(`beforeEach(() => vi.useFakeTimers());`)).toHaveLength(1);
+    expect(patches(`beforeEach(() => vi.useFakeTimers());\nafterEach(() => vi.useRealTimers());`)).toEqual(
+      [],
+    );
+    expect(
+      patches(
+        `afterEach(async () => {\n  vi.useRealTimers();\n  await x();\n});\nit('', () => vi.useFakeTimers())`,
+      ),
+    ).toEqual([]);
+    expect(
+      patches(`afterEach(() => stop());\nit('', () => {\n  vi.useFakeTimers();\n  vi.useRealTimers();\n});`),
+    ).toHaveLength(1);
+    expect(patches(`if (process.env.DOCEX_X === '1') run({ env: { ...process.env } });`)).toEqual([]);
+    expect(patches(`const spy = vi.spyOn(db.files, 'known');`)).toEqual([]);
+  });
+
+  it.each(unitFiles.filter((file) => !ISOLATED_FILES.includes(file)))(
+    '%s (unit, processes shared) patches nothing process-wide',
+    (file) => {
+      expect(patches(withHelpers(file))).toEqual([]);
+    },
+  );
+
+  it.each(ISOLATED_FILES)('%s (unit-isolated) exists and patches its process', (file) => {
+    expect(unitFiles).toContain(file);
+    expect(patches(withHelpers(file))).not.toEqual([]);
+  });
 });
