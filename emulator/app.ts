@@ -135,7 +135,8 @@ async function dropBody(raw: IncomingMessage): Promise<void> {
 
 /** Whether a request came with a body that nobody has read to its end. */
 function bodyUnread(raw: IncomingMessage): boolean {
-  const hasBody = Number(raw.headers['content-length'] ?? 0) > 0 || raw.headers['transfer-encoding'] !== undefined;
+  const hasBody =
+    Number(raw.headers['content-length'] ?? 0) > 0 || raw.headers['transfer-encoding'] !== undefined;
   return hasBody && !raw.readableEnded;
 }
 
