@@ -1,6 +1,8 @@
 /** The fastify app: auth, fault injection, statistics, error shapes, and the route modules. */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
+import type { IncomingMessage } from 'node:http';
+import { finished } from 'node:stream/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HttpError, type Ctx } from './routing.ts';
 import { ValidationFailed } from './validation.ts';
@@ -45,7 +47,19 @@ export function buildApp(
     }
   });
 
+  // A request refused here has not had its body read: it is read (and dropped) before the answer,
+  // as nginx in front of the service does. Answered first, a client still writing the body sees
+  // `write EPIPE` now and then instead of the answer (nodejs/node#12339).
   app.addHook('onRequest', async (request, reply) => {
+    try {
+      await admit(request, reply);
+    } catch (error) {
+      if (error instanceof HttpError) await dropBody(request.raw);
+      throw error;
+    }
+  });
+
+  const admit = async (request: FastifyRequest, reply: FastifyReply) => {
     const operation = request.routeOptions.config.operation;
     if (!operation) return;
     const arrivedInLastSecond = ctx.stats.arrive(operation, ctx.now());
@@ -85,10 +99,10 @@ export function buildApp(
     const company = ctx.world.companyByKey(match[1]!);
     if (!company) throw new HttpError(401, { detail: 'Invalid API key' }, { 'www-authenticate': 'Bearer' });
     request.company = company;
-  });
+  };
 
   app.addHook('onResponse', async (request, reply) => {
-    if (request.routeOptions.config.operation) ctx.stats.answered(reply.statusCode);
+    if (request.routeOptions.config.operation) ctx.stats.answered(reply.statusCode, bodyUnread(request.raw));
     if (request.method !== 'GET' && request.routeOptions.config.operation) ctx.world.save();
   });
 
@@ -110,6 +124,20 @@ export function buildApp(
   registerDocuments(app, ctx);
   if (options.controls) registerControls(app, ctx);
   return app;
+}
+
+/** Reads a request's body to its end and drops it; a client that goes away ends it too. */
+async function dropBody(raw: IncomingMessage): Promise<void> {
+  if (raw.readableEnded) return;
+  raw.resume();
+  await finished(raw).catch(() => undefined);
+}
+
+/** Whether a request came with a body that nobody has read to its end. */
+function bodyUnread(raw: IncomingMessage): boolean {
+  const hasBody =
+    Number(raw.headers['content-length'] ?? 0) > 0 || raw.headers['transfer-encoding'] !== undefined;
+  return hasBody && !raw.readableEnded;
 }
 
 export { HttpError, type Ctx } from './routing.ts';

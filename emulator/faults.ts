@@ -31,6 +31,8 @@ export interface Stats {
   arrivalsMs: number[];
   peakConcurrency: number;
   totalRequests: number;
+  /** Answers sent while the request's body was still unread: none, as behind nginx (app.ts). */
+  answeredBeforeBody: number;
 }
 
 export class Faults {
@@ -73,6 +75,7 @@ export class StatsRecorder {
   private inFlight = 0;
   private peak = 0;
   private total = 0;
+  private beforeBody = 0;
 
   /** Called when a request arrives; returns how many arrived in the last second (this one included). */
   arrive(operation: string, now: number): number {
@@ -91,8 +94,9 @@ export class StatsRecorder {
   leave() {
     this.inFlight = Math.max(0, this.inFlight - 1);
   }
-  answered(status: number) {
+  answered(status: number, bodyUnread: boolean) {
     this.answersByStatus[status] = (this.answersByStatus[status] ?? 0) + 1;
+    if (bodyUnread) this.beforeBody++;
   }
   upload(sha256: string) {
     this.uploadsByHash[sha256] = (this.uploadsByHash[sha256] ?? 0) + 1;
@@ -108,6 +112,7 @@ export class StatsRecorder {
       arrivalsMs: [...this.arrivals],
       peakConcurrency: this.peak,
       totalRequests: this.total,
+      answeredBeforeBody: this.beforeBody,
     };
   }
   reset() {
@@ -121,5 +126,6 @@ export class StatsRecorder {
     this.arrivals = [];
     this.peak = this.inFlight;
     this.total = 0;
+    this.beforeBody = 0;
   }
 }
