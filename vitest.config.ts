@@ -11,16 +11,16 @@ if (!process.env.DOCEX_TIMINGS_FILE) {
   rmSync(process.env.DOCEX_TIMINGS_FILE, { force: true });
 }
 
-/**
- * How many test files run at once, in every project. The suite waits far more than it computes
- * (servers starting, n8n polling on its minute schedule, a browser), so on two cores three files
- * at a time fill the waits; more made the CPU-bound files slower than the waits they hid.
- * DOCEX_TEST_WORKERS overrides it (1: one file after another, as a bisection aid).
- */
 /** Every project's set-up file that records each test file's CPU for the timing report. */
 const FILE_CPU = ['test/support/file-cpu.ts'];
 
-const workers = Number(process.env.DOCEX_TEST_WORKERS ?? 3);
+/**
+ * How many test files run at once, in every project. The end-to-end files wait more than they
+ * compute (n8n polling on its minute schedule, servers starting), so on two cores four files at a
+ * time fill the waits, now that the files cost less CPU (docs/performance.md, "The whole suite").
+ * DOCEX_TEST_WORKERS overrides it (1: one file after another, as a bisection aid).
+ */
+const workers = Number(process.env.DOCEX_TEST_WORKERS ?? 4);
 
 /**
  * The `system` project: files that start real servers or programs as child processes, so that the
