@@ -116,6 +116,9 @@ describe('from the sources', () => {
   it("docex-sync --help, every command's --help and a usage mistake load nothing heavy either", () => {
     // A command's file is loaded for its --help: its work must be imported inside run (common/command.ts).
     expect(heavy(loaded(SOURCES['docex-sync'], ['--help']).modules)).toEqual([]);
+    // Each --help below is also the proof that the command, run as a process of its own, answers
+    // --help with its usage and exit code 0 (process.test.ts spawned the CLI once more per command
+    // for that; command-line.test.ts checks the whole help text in-process).
     for (const command of [
       'run',
       'status',
@@ -128,11 +131,12 @@ describe('from the sources', () => {
       'review log',
       'prune',
       'check',
-    ])
-      expect(
-        heavy(loaded(SOURCES['docex-sync'], [...command.split(' '), '--help']).modules),
-        command,
-      ).toEqual([]);
+    ]) {
+      const help = loaded(SOURCES['docex-sync'], [...command.split(' '), '--help']);
+      expect(heavy(help.modules), command).toEqual([]);
+      expect(help.status, command).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`^Usage: docex-sync ${command} --config FILE`));
+    }
     expect(heavy(loaded(SOURCES['docex-sync'], ['status', '--confg', 'x']).modules)).toEqual([]);
   }, 120_000);
 
