@@ -143,6 +143,13 @@ export async function calibrate(): Promise<number> {
   return startMs;
 }
 
+/**
+ * A test's time limit: `ms`, or three of calibrate()'s waits where this machine is slower now. A
+ * fixed limit given to `it` replaces the one calibrate() set, so files that calibrate pass theirs
+ * through this (test/lint/test-projects.test.ts).
+ */
+export const testLimit = (ms: number) => Math.max(ms, waitFloorMs * 3);
+
 export async function until<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,

@@ -166,3 +166,25 @@ describe('the unit and unit-isolated projects', () => {
     expect(patches(withHelpers(file))).not.toEqual([]);
   });
 });
+
+/**
+ * A file that calibrates gives no test a fixed limit: a number passed to `it` replaces the one
+ * calibrate() set, and a busy machine then fails the test on time alone (two of process.test.ts's
+ * crash tests at a load of 12 to 23). `testLimit(ms)` (test/daemon/helpers.ts) keeps `ms` as a floor.
+ */
+const FIXED_LIMIT = /^\s*\}, [\d_]+\);$/m;
+
+describe('files whose limits follow the machine', () => {
+  it('the marker finds a fixed limit given to a test, and only that', () => {
+    expect(FIXED_LIMIT.test(`  it('x', async () => {\n  }, 90_000);\n`)).toBe(true);
+    expect(FIXED_LIMIT.test(`  it('x', async () => {\n  }, testLimit(90_000));\n`)).toBe(false);
+    expect(FIXED_LIMIT.test(`  await until('x', () => done, 40_000);\n`)).toBe(false);
+  });
+
+  it.each(testFiles.filter((file) => calibrated(readFileSync(join(repo, file), 'utf8'))))(
+    '%s gives its tests calibrated limits (testLimit), not fixed ones',
+    (file) => {
+      expect(readFileSync(join(repo, file), 'utf8').match(FIXED_LIMIT)?.[0]).toBeUndefined();
+    },
+  );
+});

@@ -12,7 +12,7 @@ import { loadConfig } from '../../../daemon/src/config/config.ts';
 import { colorAllowed } from '../../../daemon/src/common/logging.ts';
 import { closest } from '../../../cli-kit/src/suggest.ts';
 import { createNodeClient } from '@docex/shared/node';
-import { calibrate, invoice, makeWorld, SECRET, syncInProcess, until, type World } from '../helpers.ts';
+import { calibrate, invoice, makeWorld, SECRET, syncInProcess, until, type World, testLimit } from '../helpers.ts';
 
 // Time limits follow how long the CLI takes to start on this machine now (helpers.ts); measured
 // before the tests are collected, since a test takes its time limit then.
@@ -55,7 +55,7 @@ describe('conventions', () => {
     expect(option.code).toBe(2);
     expect(option.stderr).toContain('(did you mean "--config"?)');
     expect(closest('frobnicate', ['run', 'status'])).toBeUndefined();
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('colours only on a terminal and never with NO_COLOR', () => {
     expect(colorAllowed({ isTTY: true }, {})).toBe(true);
@@ -79,7 +79,7 @@ describe('conventions', () => {
       'reruns[0].schedule: "99 99 * * * *": the second field "99" is out of range: seconds go from 0 to 59',
     );
     expect(r.stderr).not.toMatch(/is a invalid expression/);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it("api.rate_margin_ms sets the rate limit's safety margin (default: the client's)", async () => {
     world = await makeWorld();
@@ -95,7 +95,7 @@ describe('conventions', () => {
       text.replace('max_retries: 2 }', 'max_retries: 2, rate_margin_ms: -1 }'),
     );
     expect(() => loadConfig(world!.configFile)).toThrow(/api\.rate_margin_ms/);
-  }, 60_000);
+  }, testLimit(60_000));
 });
 
 describe('check proves the config', () => {
@@ -120,7 +120,7 @@ describe('check proves the config', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('watch[1].path:');
     expect(existsSync(join(world.dir, 'share'))).toBe(false);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('a folder it writes to must be a folder it can write to, or one it can create', async () => {
     world = await makeWorld();
@@ -133,7 +133,7 @@ describe('check proves the config', () => {
       `docex-sync check: ${world.configFile}: watch[0].output: ${join(world.dir, 'results')} is not a folder`,
       `docex-sync check: ${world.configFile}: watch[0].failed_dir: ${join(world.dir, 'results', 'failed')} cannot be created: ${join(world.dir, 'results')} is not a folder`,
     ]);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('exit 0 with one line on stdout when all is well; 3 when the key is refused', async () => {
     world = await makeWorld();
@@ -147,7 +147,7 @@ describe('check proves the config', () => {
     const noKey = await finished(['check', '--config', world.configFile], { DOCEX_API_KEY: '' });
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain(`${world.configFile}: no API key`);
-  }, 60_000);
+  }, testLimit(60_000));
 });
 
 describe('status and retry', () => {
@@ -219,7 +219,7 @@ describe('status and retry', () => {
     expect(again.failed.files.map((f: { file: string }) => f.file)).toEqual([
       join(world.dir, 'failed', 'empty-b.txt'),
     ]);
-  }, 120_000);
+  }, testLimit(120_000));
 });
 
 describe('rerun is safe in bulk', () => {
@@ -262,7 +262,7 @@ describe('rerun is safe in bulk', () => {
     expect(forced.code).toBe(0);
     expect(forced.stdout).toContain('Rerun: 1 dispatched, 0 not rerun, of 1 document(s).');
     expect(forced.stderr).not.toContain('--override');
-  }, 120_000);
+  }, testLimit(120_000));
 });
 
 describe('SIGHUP', () => {
@@ -294,7 +294,7 @@ describe('SIGHUP', () => {
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toBe(0);
     expect(daemon.stdout()).toBe('');
-  }, 120_000);
+  }, testLimit(120_000));
 });
 
 describe('running it as a service', () => {

@@ -22,6 +22,7 @@ import {
   runCli,
   stateOf,
   stopCliChildren,
+  testLimit,
 } from '../helpers.ts';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 let world: World;
@@ -128,7 +129,7 @@ describe('docex-sync as a process', () => {
     expect(noKey.output()).toContain('DOCEX_API_KEY');
     const usage = runCli(['frobnicate']);
     expect(await usage.exited).toBe(2);
-  }, 60_000);
+  }, testLimit(60_000));
 
   // Every command's --help as a process (usage, exit 0): test/docex-cli/startup.test.ts.
   it('pull works one-off with the key from a key file and the URL from DOCEX_BASE_URL', async () => {
@@ -208,7 +209,7 @@ describe('docex-sync as a process', () => {
       ['done', 1],
     ]);
     expect(pulls[0]!.error).toMatch(/fetch_documents/);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('retry puts failed files back into the watched folder', async () => {
     world = await makeWorld();
@@ -347,7 +348,7 @@ describe('a bulk rerun from the command line', () => {
       .map((line) => JSON.parse(line) as { chunk: string; rerun_count: number });
     expect(progress.map((p) => p.chunk).sort()).toEqual(['1/3', '2/3', '3/3']);
     expect(progress.map((p) => p.rerun_count).sort()).toEqual([1, 500, 500]);
-  }, 60_000);
+  }, testLimit(60_000));
 });
 
 describe('config', () => {
@@ -451,7 +452,7 @@ describe('the delivery guarantee under kill -9', () => {
     expect(await client.fetchDocuments({})).toHaveLength(names.length); // one document per file
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual([...names].sort());
     expect(await readdir(join(world.dir, 'failed'))).toEqual([]);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('run with a refused API key exits 3 and leaves every file where it was', async () => {
     world = await makeWorld();
@@ -461,7 +462,7 @@ describe('the delivery guarantee under kill -9', () => {
     expect(run.output()).not.toContain('    at ');
     expect(await readdir(join(world.dir, 'inbox'))).toEqual(['a.txt']);
     expect(stateOf(world, 'a.txt')).not.toBe('failed');
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('a second daemon on the same state DB refuses to start and names the DB and the holder', async () => {
     world = await makeWorld();
@@ -473,7 +474,7 @@ describe('the delivery guarantee under kill -9', () => {
     expect(second.output()).toContain(`pid ${first.child.pid}`);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-  }, 60_000);
+  }, testLimit(60_000));
 });
 
 describe('recovery from the state a crash leaves in each pipeline state', () => {
@@ -639,7 +640,7 @@ describe('group commit: kill -9 at an exact moment, then a restart', () => {
     // The third answer was in the open batch when the process died: its file went up twice.
     expect(crashNames.filter((n) => uploads[sha(invoice(n))] === 2).length).toBeGreaterThanOrEqual(1);
     await expectEveryFileDeliveredOnce(uploads);
-  }, 90_000);
+  }, testLimit(90_000));
 
   it('mid-batch (a commit holding several files’ changes is lost): every file ends archived once', async () => {
     // The fifth batch of several writes: a run of these eight files commits about a dozen.
@@ -647,18 +648,18 @@ describe('group commit: kill -9 at an exact moment, then a restart', () => {
     // The crash came while files were in flight, not before or after all of them.
     expect([...before.values()].some((s) => s !== 'archived')).toBe(true);
     await expectEveryFileDeliveredOnce(uploads);
-  }, 90_000);
+  }, testLimit(90_000));
 
   it('mid-batch at the default config (files sharing upload requests): every file ends archived once', async () => {
     const { before, uploads } = await crashThenRestart('state-commit@5', true);
     expect([...before.values()].some((s) => s !== 'archived')).toBe(true);
     await expectEveryFileDeliveredOnce(uploads, BOUND.batched);
-  }, 90_000);
+  }, testLimit(90_000));
 
   it('after a daily CSV group was fsynced but before its rows committed: one daily row per document', async () => {
     const { uploads } = await crashThenRestart('daily-appended@1');
     await expectEveryFileDeliveredOnce(uploads);
-  }, 90_000);
+  }, testLimit(90_000));
 
   it('after an original was moved but before that was committed: recorded as archived where it went, not polled or moved again', async () => {
     const { before, uploads } = await crashThenRestart('original-moved@2');
@@ -666,5 +667,5 @@ describe('group commit: kill -9 at an exact moment, then a restart', () => {
     // only records the move: no file is left to be polled and written again.
     expect([...before.values()].filter((s) => s === 'done').length).toBeGreaterThanOrEqual(1);
     await expectEveryFileDeliveredOnce(uploads);
-  }, 90_000);
+  }, testLimit(90_000));
 });

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkMailboxes } from '../../../daemon/src/app/preflight.ts';
 import { invoicePdf, mimeMessage, startDovecot, type Dovecot } from '../../support/dovecot.ts';
-import { calibrate, runCli, stopCliChildren, until, type World } from '../helpers.ts';
+import { calibrate, runCli, stopCliChildren, until, type World, testLimit } from '../helpers.ts';
 import { jsonResults, mailWorld } from './world.ts';
 
 // Time limits from a measured start of the CLI these tests run as a process (busy machines).
@@ -92,7 +92,7 @@ describe('a server without IDLE, over STARTTLS, mails moved when taken', () => {
       attachments: 1,
       messages: { taken: 1 },
     });
-  }, 120_000);
+  }, testLimit(120_000));
 });
 
 describe('SIGHUP', () => {
@@ -127,7 +127,7 @@ describe('SIGHUP', () => {
     expect(result!.message).toMatchObject({ message_id: '<hup-1@acme.test>', attachment: 'H-1.pdf' });
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toBe(0);
-  }, 180_000);
+  }, testLimit(180_000));
 });
 
 describe('UIDVALIDITY', () => {
@@ -173,7 +173,7 @@ describe('UIDVALIDITY', () => {
     expect(both.map((r) => r.message.message_id).sort()).toEqual(['<after@acme.test>', '<before@acme.test>']);
     expect(await results(2)).toBeDefined();
     expect(w.emulator.stats().requestsByOperation.upload_file).toBe(2);
-  }, 120_000);
+  }, testLimit(120_000));
 });
 
 describe('hostile mail through the real server', () => {
@@ -248,5 +248,5 @@ describe('hostile mail through the real server', () => {
       ]),
     );
     expect(intake.status()).toMatchObject({ connected: true, login_refused: null });
-  }, 120_000);
+  }, testLimit(120_000));
 });

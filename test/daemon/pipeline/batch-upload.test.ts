@@ -21,6 +21,7 @@ import {
   stopCliChildren,
   until,
   type World,
+  testLimit,
 } from '../helpers.ts';
 import type { RunningDaemon } from '../../../daemon/src/app/daemon.ts';
 
@@ -175,7 +176,7 @@ describe('batched uploads', () => {
     // Each row records its own task.
     const tasks = names.map((n) => daemon.db.files.current(join(world!.dir, 'inbox', n))?.task_id);
     expect(new Set(tasks).size).toBe(names.length);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('children answered in another order than the files: each file still gets its own document, a DUPLICATE too', async () => {
     world = await batchedWorld(20);
@@ -205,7 +206,7 @@ describe('batched uploads', () => {
       expect(json.document.General_fields['Invoice number']!.value, name).toBe(`B-${i}`);
       expect(json.outcome, name).toBe(name === 'b5.txt' ? 'duplicate' : 'processed');
     }
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('a lost answer (reset after the service took the files): each file goes again as alone, the DUPLICATE answer gives its document', async () => {
     world = await batchedWorld(20);
@@ -231,7 +232,7 @@ describe('batched uploads', () => {
         (results[name] as { json: { document: { General_fields: Record<string, { value: unknown }> } } }).json
           .document.General_fields['Invoice number']!.value,
       ).toBe(`B-${i}`);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('a service that ignores arrays (takes the first file, answers one task): that file keeps it, the others go alone once', async () => {
     world = await batchedWorld(20);
@@ -256,7 +257,7 @@ describe('batched uploads', () => {
         ).json.document.General_fields['Invoice number']!.value,
         name,
       ).toBe(`B-${i}`);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('a batch refused as a whole (413): each file goes alone and all are processed', async () => {
     world = await batchedWorld(20);
@@ -268,7 +269,7 @@ describe('batched uploads', () => {
     expect(world.emulator.stats().answersByStatus['413']).toBeGreaterThan(0);
     const uploads = world.emulator.stats().uploadsByHash;
     for (const name of names) expect(uploads[sha(contents[name]!)], name).toBe(1);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('kill -9 after the service took a batch, before its task ids were stored: every file ends archived once', async () => {
     world = await batchedWorld(20);
@@ -291,5 +292,5 @@ describe('batched uploads', () => {
     expect(documents).toHaveLength(names.length);
     expect((await readdir(join(world.dir, 'processed'))).sort()).toEqual([...names].sort());
     expect(await readdir(join(world.dir, 'failed'))).toEqual([]);
-  }, 120_000);
+  }, testLimit(120_000));
 });

@@ -20,6 +20,7 @@ import {
   stopCliChildren,
   until,
   type World,
+  testLimit,
 } from '../helpers.ts';
 
 // Time limits from a measured start of the CLI these tests run as a process (busy machines).
@@ -108,7 +109,7 @@ describe('changes by other processes wake the daemon', () => {
     expect(await readdir(join(world.dir, 'processed'))).toEqual(['refused.txt']);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
-  }, 60_000);
+  }, testLimit(60_000));
 
   it('an empty file fails locally with its .error.json; no request is sent', async () => {
     world = await makeWorld();

@@ -25,6 +25,7 @@ import {
   stopCliChildren,
   until,
   type World,
+  testLimit,
 } from '../helpers.ts';
 
 // Time limits from a measured start of the CLI these tests run as a process (busy machines).
@@ -157,5 +158,5 @@ describe('/healthz under hostile answers', () => {
     // by piece: the run grew by 170-245 MB (it grew by 520-600 MB when each was handled at once).
     expect(grown).toBeLessThan(350);
     expect(exit).toBe(0);
-  }, 240_000);
+  }, testLimit(240_000));
 });
