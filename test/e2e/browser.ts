@@ -51,7 +51,16 @@ export interface BrowserContext {
   newPage(): Promise<Page>;
   close(): Promise<void>;
 }
+/** A browser of separate contexts (each its own cookies: two n8n on 127.0.0.1 share a cookie jar otherwise). */
+export interface Browser {
+  newContext(viewport?: { width: number; height: number }): Promise<BrowserContext>;
+  close(): Promise<void>;
+}
 interface Chromium {
+  launch(options: { executablePath: string; headless: boolean; args: string[]; timeout?: number }): Promise<{
+    newContext(options: { viewport?: { width: number; height: number } }): Promise<BrowserContext>;
+    close(): Promise<void>;
+  }>;
   launchPersistentContext(
     userDataDir: string,
     options: {
@@ -84,7 +93,7 @@ export async function signInAsOwner(page: Page): Promise<void> {
   await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
 }
 
-export async function launchChromium(viewport?: { width: number; height: number }): Promise<BrowserContext> {
+async function chromiumDriver(): Promise<Chromium> {
   // The e2e global set-up installs them once for the run; then the script below only finds them.
   await oneTimeInstallsDone();
   // Installs Debian's chromium (apt-get) and playwright-core (user cache) when missing, saying so.
@@ -95,6 +104,29 @@ export async function launchChromium(viewport?: { width: number; height: number 
   const { chromium } = (await import(pathToFileURL(join(driver, 'index.mjs')).href)) as {
     chromium: Chromium;
   };
+  return chromium;
+}
+
+/**
+ * One Chromium whose contexts are separate browsing sessions (playwright's incognito-like contexts,
+ * no profile on disk): for a file that drives two web apps at once that must not share cookies.
+ */
+export async function launchChromiumBrowser(): Promise<Browser> {
+  const chromium = await chromiumDriver();
+  const browser = await timed('Chromium launch', () =>
+    chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS, timeout: 120_000 }),
+  );
+  return {
+    async newContext(viewport) {
+      const context = await browser.newContext(viewport ? { viewport } : {});
+      return { newPage: () => context.newPage(), close: () => context.close() };
+    },
+    close: () => browser.close(),
+  };
+}
+
+export async function launchChromium(viewport?: { width: number; height: number }): Promise<BrowserContext> {
+  const chromium = await chromiumDriver();
   const profile = await mkdtemp(join(tmpdir(), 'docex-chromium-'));
   try {
     const browser = await timed('Chromium launch', () =>

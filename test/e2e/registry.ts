@@ -4,6 +4,7 @@
  * it is only what the test published: the run's packed n8n-nodes-docex, as a maintainer publishes it.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +22,13 @@ export interface LocalRegistry {
   npmrc: string;
   /** Publishes a tarball (`npm publish <tarball>`), as its maintainer would. */
   publish(tarball: string): Promise<void>;
+  /**
+   * Puts a tarball in the registry with the request `npm publish` sends (one PUT of the packument
+   * with the tarball attached), made here, without an npm process: for the tests whose proof is
+   * what an install gets from the registry, not how the package got there (registry.test.ts
+   * proves `npm publish` itself). An npm process costs 1-2 CPU-s and seconds of wall per publish.
+   */
+  put(tarball: string): Promise<void>;
   /** What the registry holds of `name`: its versions and dist-tags. */
   packument(name: string): Promise<{ versions: Record<string, unknown>; 'dist-tags': Record<string, string> }>;
   output(): string;
@@ -94,6 +102,20 @@ export async function startRegistry(): Promise<LocalRegistry> {
         }),
       );
     },
+    async put(tarball) {
+      await timed('PUT of a tarball into the local registry', async () => {
+        const request = publishRequest(await readFile(tarball), await manifestOf(tarball), url);
+        const response = await fetch(`${url}/${encodeURIComponent(request.name)}`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify(request),
+        });
+        if (response.status !== 201)
+          throw new Error(
+            `verdaccio refused ${request.name}'s tarball ${tarball}: ${response.status} ${await response.text()}`,
+          );
+      });
+    },
     async packument(name) {
       const response = await fetch(`${url}/${encodeURIComponent(name)}`);
       if (response.status !== 200) throw new Error(`the registry has no ${name}: ${response.status}`);
@@ -103,6 +125,48 @@ export async function startRegistry(): Promise<LocalRegistry> {
     async stop() {
       await server.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The package.json inside a package tarball (npm's layout: package/package.json). */
+async function manifestOf(tarball: string): Promise<PackageManifest> {
+  const { stdout } = await run('tar', ['-xzOf', tarball, 'package/package.json'], {
+    encoding: 'utf8',
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(stdout) as PackageManifest;
+}
+
+interface PackageManifest {
+  name: string;
+  version: string;
+  description?: string;
+  [field: string]: unknown;
+}
+
+/**
+ * The body of `npm publish` (npm's libnpmpublish) for `tarball` with `manifest` to the registry at
+ * `registryUrl`: the packument of one version, tagged latest, its dist naming the tarball by its
+ * sha1 and sha512 (what npm checks at install), and the tarball itself, base64, as an attachment.
+ */
+export function publishRequest(tarball: Buffer, manifest: PackageManifest, registryUrl: string) {
+  const { name, version } = manifest;
+  const fileName = `${name.replace(/^@[^/]+\//, '')}-${version}.tgz`;
+  const dist = {
+    shasum: createHash('sha1').update(tarball).digest('hex'),
+    integrity: `sha512-${createHash('sha512').update(tarball).digest('base64')}`,
+    tarball: `${registryUrl}/${name}/-/${fileName}`,
+  };
+  return {
+    _id: name,
+    name,
+    description: manifest.description,
+    'dist-tags': { latest: version },
+    versions: { [version]: { ...manifest, _id: `${name}@${version}`, dist } },
+    access: null,
+    _attachments: {
+      [fileName]: { content_type: 'application/octet-stream', data: tarball.toString('base64'), length: tarball.length },
     },
   };
 }
