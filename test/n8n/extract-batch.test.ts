@@ -16,6 +16,10 @@ import { binaryItem, executeContext, runDocex, type Credentials } from './harnes
 
 const invoice = (n: string, total: string) => `Invoice number: ${n}\nTotal: ${total}\nWidget;2;${total}\n`;
 
+/** The node's smallest Poll Interval (its minValue, 0.1 s) and a task time below it. */
+const POLL_INTERVAL_S = 0.1;
+const TASK_DELAY_MS = 80;
+
 interface Side {
   emu: Emulator;
   credentials: Credentials;
@@ -23,7 +27,9 @@ interface Side {
 }
 
 async function side(): Promise<Side> {
-  const emu = await startEmulator({ port: 0, taskDelayMs: 150 });
+  // A task takes less than one poll interval (below) and more than the first look right after its
+  // upload: each file alone is polled twice, as with the defaults, in less time.
+  const emu = await startEmulator({ port: 0, taskDelayMs: TASK_DELAY_MS });
   const credentials = { baseUrl: emu.url, apiKey: emu.keys[0]! };
   const setup = createNodeClient({ baseUrl: emu.url, apiKey: emu.keys[0]! });
   const folder = await setup.createFolder({ name: 'Batch' });
@@ -65,7 +71,7 @@ const parameters = (templateId: number): INodeParameters => ({
   operation: 'extract',
   binaryPropertyName: '*',
   templateId: { __rl: true, mode: 'id', value: String(templateId) },
-  options: { pollInterval: 0.2, includeConfidence: true },
+  options: { pollInterval: POLL_INTERVAL_S, includeConfidence: true },
 });
 
 /** Document ids differ between the two emulators' runs; everything else must not. */
@@ -98,16 +104,23 @@ describe('Extract across the items of an execution', () => {
     });
     const client = await docexClient(ctx);
     const op = allOperations.find((o) => o.value === 'extract')!;
-    const alone: INodeExecutionData[] = [];
-    for (let i = 0; i < input.length; i++)
-      alone.push(...(await extract.run(ctx, client, i, await readInput(ctx, i, op))));
+    const runAlone = async () => {
+      const out: INodeExecutionData[] = [];
+      for (let i = 0; i < input.length; i++)
+        out.push(...(await extract.run(ctx, client, i, await readInput(ctx, i, op))));
+      return out;
+    };
 
-    // The new path: the node as n8n runs it.
-    const together = await runDocex(parameters(batched.templateId), {
-      credentials: batched.credentials,
-      items: input,
-      continueOnFail: true,
-    });
+    // The new path: the node as n8n runs it. Both paths at once (each against its own emulator, so
+    // neither sees the other's files or requests): the test waits for the longer, not for both.
+    const [alone, together] = await Promise.all([
+      runAlone(),
+      runDocex(parameters(batched.templateId), {
+        credentials: batched.credentials,
+        items: input,
+        continueOnFail: true,
+      }),
+    ]);
 
     expect(comparable(together)).toEqual(comparable(alone));
     // Item 5 has two files, so item k > 5 is output k + 1.
