@@ -28,13 +28,59 @@ export const OLDEST_N8N = '2.40.7';
 export const N8N_VERSION = process.env.DOCEX_N8N_VERSION || NEWEST_N8N;
 
 /**
+ * n8n's optional modules that no headless test uses (n8n's module list, the same on 2.40.7 and
+ * 2.41.1; an unknown name stops n8n at its start). Each one loaded costs CPU at the boot and adds
+ * timers, database reads and buffers that run while n8n idles. Kept: community-packages (the
+ * registry test installs through it), policy-infrastructure, encryption-key-manager and
+ * runtime-credentials (credentials, the core's own paths). (`agents` is n8n's own agent product,
+ * not the AI Agent node agent.test.ts runs.) Measured with bench/n8n-idle.ts (n8n 2.41.1, headless,
+ * 60 s idle, interleaved, load 13-23): idle 1.02 and 1.22 CPU-s a minute against 1.41 and 1.91;
+ * the boot the same (17.6 and 19.2 CPU-s against 19.2 and 18.8). Not for the editor's n8n or the UI
+ * install's: a browser shows what the modules add.
+ */
+const UNUSED_N8N_MODULES = [
+  'insights',
+  'external-secrets',
+  'data-table',
+  'oauth-server',
+  'mcp',
+  'provisioning',
+  'breaking-changes',
+  'source-control',
+  'dynamic-credentials',
+  'chat-hub',
+  'sso-oidc',
+  'sso-saml',
+  'log-streaming',
+  'ldap',
+  'quick-connect',
+  'workflow-builder',
+  'favorites',
+  'redaction',
+  'instance-registry',
+  'otel',
+  'token-exchange',
+  'instance-version-history',
+  'oauth-jwe',
+  'n8n-packages',
+  'mcp-registry',
+  'workflow-reviews',
+  'instance-ai',
+  'agents',
+];
+
+/**
  * The settings of an n8n no browser opens (every e2e n8n but the editor test's and the UI install's):
  * no editor UI. At each start n8n copies its editor's 29 MB of scripts through five text
  * replacements into the user folder; without the UI it skips that, and nothing a test drives
  * through the REST API, webhooks or the CLI depends on it. A boot of n8n 2.41.1 to readiness took
  * 16.0 and 19.5 CPU-s headless against 22.2-23.8 with the UI (4 boots; bench/n8n-idle.ts, load 6-8).
  */
-export const HEADLESS_N8N: NodeJS.ProcessEnv = { N8N_DISABLE_UI: 'true' };
+// And without the optional modules no test uses (UNUSED_N8N_MODULES): less CPU while it idles.
+export const HEADLESS_N8N: NodeJS.ProcessEnv = {
+  N8N_DISABLE_UI: 'true',
+  N8N_DISABLED_MODULES: UNUSED_N8N_MODULES.join(','),
+};
 
 /**
  * Installs n8n `version` into the user cache (~/.cache/docex/n8n-<version>) when missing (minutes,
