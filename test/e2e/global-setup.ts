@@ -178,6 +178,14 @@ async function start() {
   const installs = oneTimeInstalls();
   const made = new Map<string, Promise<unknown>>();
   const servers: Service[] = [];
+  /**
+   * Per shared n8n configuration, the run's files that will still ask for it (read from their text
+   * by `ask`). An idle n8n costs CPU every minute (its timers, its database): once the last of them
+   * has ended (`/n8n/<configuration>/done`), it is stopped rather than left idle to the run's end.
+   */
+  const users = new Map<string, Set<string>>();
+  const stopping = new Map<string, () => Promise<void>>();
+  const stoppedEarly: Array<Promise<void>> = [];
   const cleanups: Array<() => Promise<void>> = [];
   const logs = new Map<string, () => string>();
 
@@ -214,6 +222,7 @@ async function start() {
       const env = await n8nEnvironment(home, wanted.env);
       const server = await startN8n({ bin, env });
       servers.push(server);
+      stopping.set(configuration, () => server.stop());
       logs.set(configuration, () => server.output());
       const readyMs = await n8nReady(server);
       const cookie = await setUpOwner(server.url);
@@ -250,7 +259,11 @@ async function start() {
     else if (path === '/installs/debian') promise = installs.debian;
     else if (path === '/pack') promise = make('pack', pack);
     else if (path === '/release') promise = make('release', releaseForRun);
-    else if (path.startsWith('/n8n/') && path.endsWith('/log')) {
+    else if (path.startsWith('/n8n/') && path.endsWith('/done')) {
+      res.writeHead(200).end();
+      done(path.slice('/n8n/'.length, -'/done'.length), new URL(req.url!, 'http://x').searchParams.get('file'));
+      return;
+    } else if (path.startsWith('/n8n/') && path.endsWith('/log')) {
       const log = logs.get(path.slice('/n8n/'.length, -'/log'.length));
       res.writeHead(200, { 'content-type': 'text/plain' }).end(log ? log().slice(-3000) : '');
       return;
@@ -273,22 +286,37 @@ async function start() {
   await new Promise<void>((resolve) => broker.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(broker.address() as AddressInfo).port}`;
 
+  /**
+   * The file `file` is done with the shared n8n `configuration`: when no file of the run that asks
+   * for it is left, it stops. A file asking after that (one `ask` did not foresee) boots it again.
+   */
+  const done = (configuration: string, file: string | null) => {
+    const left = users.get(configuration);
+    if (!left || !file || !left.delete(file) || left.size > 0) return;
+    const stop = stopping.get(configuration);
+    if (!stop) return;
+    made.delete(`n8n ${configuration}`);
+    stopping.delete(configuration);
+    stoppedEarly.push(timed(`shared n8n (${configuration}): stopped after its last file`, stop));
+  };
+
   /** What this run's files will ask for starts now (`paths`: the run's test files). */
   const ask = async (paths: string[]) => {
     // What this run's files will ask for starts now, beside the first files, rather than when the
     // first of them asks: the n8n boot and the pack take a minute or more on a loaded machine.
-    const asked = await Promise.all(
-      paths
-        .filter((path) => path.startsWith(import.meta.dirname))
-        .map((path) => readFile(path, 'utf8').catch(() => '')),
-    );
+    const e2eFiles = paths.filter((path) => path.startsWith(import.meta.dirname));
+    const asked = await Promise.all(e2eFiles.map((path) => readFile(path, 'utf8').catch(() => '')));
     for (const configuration of Object.keys(CONFIGURATIONS)) {
       const pattern =
         configuration === 'default'
           ? /\bsharedN8n\((?![^)]*')/
           : new RegExp(`\\bsharedN8n\\([^)]*'${configuration}'`);
-      if (asked.some((text) => pattern.test(text)))
-        void make(`n8n ${configuration}`, () => n8n(configuration));
+      const askers = e2eFiles.filter((_, i) => pattern.test(asked[i]!));
+      if (askers.length === 0) continue;
+      const left = users.get(configuration) ?? new Set<string>();
+      for (const file of askers) left.add(file);
+      users.set(configuration, left);
+      void make(`n8n ${configuration}`, () => n8n(configuration));
     }
     if (asked.some((text) => /\b(sharedPack|prepareN8n)\(/.test(text))) void make('pack', pack);
     if (asked.some((text) => /\breleaseOnce\(/.test(text))) void make('release', releaseForRun);
@@ -297,6 +325,8 @@ async function start() {
   const stop = async () => {
     broker.closeAllConnections();
     await new Promise<void>((resolve) => broker.close(() => resolve()));
+    // A shared n8n stopping after its last file is not sent a second SIGTERM.
+    await Promise.allSettled(stoppedEarly);
     await Promise.all(servers.map((s) => s.stop()));
     // An install still running (a run of files that needed none) is waited for, not cut off.
     await Promise.allSettled([installs.n8n, installs.debian, ...made.values()]);

@@ -149,7 +149,8 @@ export async function sharedN8n(
     );
   const rest = new N8nRest(instance.url, instance.cookie, instance.installDir, log);
   const emulator = await startEmulator({ port: 0, taskDelayMs: 100, ...emulatorOptions });
-  const file = basename(expect.getState().testPath ?? 'e2e', '.test.ts');
+  const testPath = expect.getState().testPath ?? 'e2e';
+  const file = basename(testPath, '.test.ts');
   const filesDir = join(instance.home, 'files', `${file}-${emulator.url.split(':').at(-1)}`);
   await mkdir(filesDir, { recursive: true });
   const docexApi = await rest.createCredential({
@@ -185,6 +186,10 @@ export async function sharedN8n(
       await Promise.allSettled([...published].map((id) => rest.unpublish(id)));
       await emulator.stop();
       await rm(filesDir, { recursive: true, force: true });
+      // The global set-up stops this n8n once the run's last file that uses it is done.
+      await fetch(`${broker}/n8n/${configuration}/done?file=${encodeURIComponent(testPath)}`).catch(
+        () => undefined,
+      );
     },
   };
 }
