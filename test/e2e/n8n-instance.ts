@@ -160,6 +160,14 @@ async function intoOneFile(bin: string, database: string): Promise<void> {
 }
 
 /**
+ * Puts a copy of n8n `bin`'s migrated database (migratedSqliteFolder) in the user folder `home`:
+ * n8n skips its migrations at the boot and starts empty (no owner, no package, no key), its own copy.
+ */
+export async function copyMigratedDatabase(bin: string, home: string): Promise<void> {
+  await cp(join(await migratedSqliteFolder(bin), '.n8n'), join(home, '.n8n'), { recursive: true });
+}
+
+/**
  * A fresh user folder (`home`, N8N_USER_FOLDER) with the n8n-nodes-docex tarball installed in
  * ~/.n8n/nodes as n8n's community-package install lays it out, and an empty `files` folder, the only
  * one n8n may read and write (N8N_RESTRICT_FILE_ACCESS_TO). With `migrated` (migratedSqliteFolder),

@@ -150,7 +150,7 @@ interface PackageManifest {
  * `registryUrl`: the packument of one version, tagged latest, its dist naming the tarball by its
  * sha1 and sha512 (what npm checks at install), and the tarball itself, base64, as an attachment.
  */
-export function publishRequest(tarball: Buffer, manifest: PackageManifest, registryUrl: string) {
+function publishRequest(tarball: Buffer, manifest: PackageManifest, registryUrl: string) {
   const { name, version } = manifest;
   const fileName = `${name.replace(/^@[^/]+\//, '')}-${version}.tgz`;
   const dist = {

@@ -10,7 +10,7 @@
  * under that name, holding the run's packed tarball, then a "0.1.1" made from it. Nothing else is
  * reachable: every other host the n8n asks for is refused, and the test lists them.
  */
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import { startEmulator } from '../../emulator/index.ts';
 import { timed } from '../support/timing.ts';
 import { launchChromiumBrowser, signInAsOwner, type Browser, type BrowserContext, type Page } from './browser.ts';
 import { createInvoiceTemplate } from './invoices.ts';
-import { installDirOf, migratedSqliteFolder, n8nEnvironment, N8N_VERSION, OLDEST_N8N } from './n8n-instance.ts';
+import { installDirOf, copyMigratedDatabase, n8nEnvironment, N8N_VERSION, OLDEST_N8N } from './n8n-instance.ts';
 import { CREDENTIAL, N8nRest } from './n8n-rest.ts';
 import { PUBLIC_REGISTRY_HOST, startPublicRegistryProxy } from './public-registry.ts';
 import { startRegistry, withVersion } from './registry.ts';
@@ -79,10 +79,8 @@ async function n8nBehindTheProxy(n8nVersion: string) {
 
     const home = await mkdtemp(join(tmpdir(), 'docex-n8n-ui-install-'));
     stops.push(() => rm(home, { recursive: true, force: true }));
-    // A copy of the version's migrated database (n8n-instance.ts, migratedSqliteFolder): n8n skips
-    // its 266 migrations (about 4 CPU-s and 13 s of a boot), and the install starts from the same
-    // empty n8n (no owner, no package, no key).
-    await cp(join(await migratedSqliteFolder(bin), '.n8n'), join(home, '.n8n'), { recursive: true });
+    // n8n skips its 266 migrations (about 4 CPU-s and 13 s of a boot).
+    await copyMigratedDatabase(bin, home);
     await mkdir(join(home, 'files'));
     // The npm n8n runs reads a user's config: an empty one, as on a machine where nobody set npm up
     // (and no npm_config_* of an outer `npm test`, which would set npm's registry or cache).
