@@ -1,6 +1,7 @@
 import {
   NodeConnectionTypes,
   type IDataObject,
+  type INode,
   type INodeExecutionData,
   type INodeType,
   type INodeTypeDescription,
@@ -9,7 +10,7 @@ import {
 import { DOCUMENTATION_URL } from '../../credentials/DocexApi.credentials.ts';
 import { OPERATIONS, type DocumentData, type ParamSpec } from '@docex/shared';
 import { paramProperty } from '../Docex/actions/common.descriptions.ts';
-import { inTimeZone, locatorValue, toNodeError } from '../Docex/actions/common.execute.ts';
+import { inTimeZone, locatorId, locatorValue, toNodeError } from '../Docex/actions/common.execute.ts';
 import { SIMPLIFY, simplifyDocument } from '../Docex/actions/simplify.ts';
 import { listSearch } from '../Docex/methods/index.ts';
 import { docexClient } from '../Docex/transport/index.ts';
@@ -19,18 +20,21 @@ import { pollNewDocuments, type NewDocumentsState } from './newDocuments.ts';
 import { DEFAULT_MARGIN_MS, pollChanges, recentDocuments, type Emitted } from './poll.ts';
 
 /** The folder and template filters of fetch_documents, as the action node shows them (not required here). */
-const filter = (name: string) =>
-  paramProperty(OPERATIONS.fetch_documents.params.find((p) => p.name === name) as ParamSpec, false);
+const filterSpec = (name: 'folder_id' | 'template_id') =>
+  OPERATIONS.fetch_documents.params.find((p) => p.name === name) as ParamSpec;
+const filter = (name: 'folder_id' | 'template_id') => paramProperty(filterSpec(name), false);
 
 /** The review reasons a filter added, kept next to the simplified data. */
 const reasonsOf = (d: Emitted) =>
   REASONS_KEY in d ? { [REASONS_KEY]: (d as IDataObject)[REASONS_KEY] } : {};
 
-const idOf = (value: unknown): number | undefined => {
+/** A filter's ID; none when the field is empty. An ID that is not one fails the poll, never widens it. */
+function filterId(node: INode, name: 'folder_id' | 'template_id', value: unknown): number | undefined {
   const v = locatorValue(value);
-  const n = typeof v === 'string' ? Number(v.trim()) : typeof v === 'number' ? v : NaN;
-  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
-};
+  if (v === undefined || v === null || (typeof v === 'string' && v.trim() === '')) return undefined;
+  const id = Number(locatorId(node, filterSpec(name), String(v)));
+  return id > 0 ? id : undefined;
+}
 
 export class DocexTrigger implements INodeType {
   /** Frozen like the action node's (test/n8n/interface.test.ts): a saved-name change needs a new version. */
@@ -137,8 +141,8 @@ export class DocexTrigger implements INodeType {
     const options = this.getNodeParameter('options', {}) as IDataObject;
     const startTime = String(this.getNodeParameter('startTime', '') ?? '').trim();
     const common = {
-      folderId: idOf(this.getNodeParameter('folderId', '')),
-      templateId: idOf(this.getNodeParameter('templateId', '')),
+      folderId: filterId(this.getNode(), 'folder_id', this.getNodeParameter('folderId', '')),
+      templateId: filterId(this.getNode(), 'template_id', this.getNodeParameter('templateId', '')),
       idsOnly: this.getNodeParameter('idsOnly', false) === true,
       startTime: startTime ? inTimeZone(startTime, this.getTimezone()) : undefined,
     };

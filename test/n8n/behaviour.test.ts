@@ -129,6 +129,32 @@ describe('Continue On Fail', () => {
     ).rejects.toMatchObject({ name: 'NodeApiError', httpCode: '404', context: { itemIndex: 0 } });
   });
 
+  it('refuses an ID that is not a whole number before sending, naming the parameter as the form does', async () => {
+    emu.resetStats();
+    const error = await run({
+      resource: 'folder',
+      operation: 'get',
+      folderId: { __rl: true, mode: 'id', value: ' 12a ' },
+    }).then(
+      () => expect.fail('an ID that is not one must fail the item'),
+      (e: unknown) => e as Error & { description?: string },
+    );
+    expect(error).toMatchObject({ name: 'NodeOperationError', context: { itemIndex: 0 } });
+    expect(error.message).toBe('Folder: "12a" is not an ID');
+    expect(error.description).toMatch(/whole number/);
+    expect(emu.stats().requestsByOperation.fetch_folder ?? 0).toBe(0);
+    // Surrounding blanks are not an error (a pasted ID), as n8n's own rule allowed them.
+    const folder = (
+      await run({ resource: 'folder', operation: 'create', additionalFields: { name: 'Blank' } })
+    )[0]!.json;
+    const got = await run({
+      resource: 'folder',
+      operation: 'get',
+      folderId: { __rl: true, mode: 'id', value: ` ${folder.id} ` },
+    });
+    expect(got[0]!.json).toMatchObject({ id: folder.id, name: 'Blank' });
+  });
+
   it('refuses a bad input before sending, naming the operation and the parameter', async () => {
     emu.resetStats();
     const error = await run({

@@ -138,6 +138,16 @@ describe('Docex node description', () => {
     }
   });
 
+  it('declares no regex validation: n8n runs those at every execution and fails it when one takes 250 ms', () => {
+    // n8n's safeRegex stops a parameter's regex after 250 ms and fails the execution with
+    // "Regular expression execution timed out" on a busy machine; the node checks IDs itself.
+    const rules = flatten(properties).flatMap((p) => [
+      ...((p as { validation?: unknown[] }).validation ?? []),
+      ...(p.modes ?? []).flatMap((m) => m.validation ?? []),
+    ]);
+    expect(rules.filter((r) => (r as { type?: string }).type === 'regex')).toEqual([]);
+  });
+
   it('offers field format, type and locales as option lists', () => {
     const all = flatten(properties);
     const optionsOf = (name: string) => new Set(all.filter((p) => p.name === name).flatMap(values));

@@ -240,6 +240,23 @@ describe('Document Extraction Trigger', () => {
     const out = await t.poll();
     expect(out?.[0]?.map((i) => i.json)).toEqual([{ document_id: mine }]);
   });
+
+  it('a folder or template ID that is not a whole number fails the poll: the filter is never dropped', async () => {
+    for (const filter of [
+      { folderId: { __rl: true, mode: 'id', value: 'x7' } },
+      { templateId: { __rl: true, mode: 'id', value: '4.5' } },
+    ]) {
+      const t = pollingTrigger({ event: 'newOrChangedDocument', idsOnly: true, ...filter }, credentials);
+      const error = await t.poll().then(
+        () => expect.fail('an ID that is not one must fail the poll'),
+        (e: unknown) => e as Error & { description?: string },
+      );
+      expect(error).toMatchObject({ name: 'NodeOperationError' });
+      expect(error.message).toMatch(/^(Folder: "x7"|Template: "4\.5") is not an ID$/);
+      expect(error.description).toMatch(/whole number/);
+      expect(t.state()).toEqual({});
+    }
+  });
 });
 
 describe('Document Extraction Trigger: New Document', () => {
