@@ -3,12 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { removeStaleScratch } from './test/support/stale-scratch.ts';
 
 // The run's timings file: fixtures append what they measured (test/support/timing.ts), the timing
 // reporter prints it at the end. Workers inherit the variable.
 if (!process.env.DOCEX_TIMINGS_FILE) {
-  process.env.DOCEX_TIMINGS_FILE = join(tmpdir(), `docex-timings-${process.pid}.jsonl`);
-  rmSync(process.env.DOCEX_TIMINGS_FILE, { force: true });
+  const timings = join(tmpdir(), `docex-timings-${process.pid}.jsonl`);
+  process.env.DOCEX_TIMINGS_FILE = timings;
+  rmSync(timings, { force: true });
+  process.on('exit', () => rmSync(timings, { force: true }));
+  // What killed runs left in the temp folder (a packed clone is 1 GB): removed as a run starts.
+  removeStaleScratch();
 }
 
 /** Every project's set-up file that records each test file's CPU for the timing report. */
@@ -81,6 +86,8 @@ const SYSTEM = {
     'test/daemon/common/move.test.ts',
     // The guides' shell blocks, typed as a user would: the CLIs as processes.
     'test/docs/runnable.test.ts',
+    // mount and umount of a /proc in a stale Debian root, as the sweep of killed runs' scratch meets it.
+    'test/support/stale-scratch.test.ts',
   ],
 };
 export const SYSTEM_FILES = Object.values(SYSTEM).flat();
