@@ -64,7 +64,10 @@ function statOf(pid: number | 'self'): { ppid: number; cpuMs: number } | undefin
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The fields after the command name, which may hold spaces: state, ppid, ...; utime is the 14th
     // field overall, then stime, cutime, cstime, in clock ticks of 10 ms (Linux's USER_HZ).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     const ticks = fields[11]! + fields[12]! + fields[13]! + fields[14]!;
     return Number.isFinite(ticks) ? { ppid: fields[1]!, cpuMs: ticks * 10 } : undefined;
   } catch {
@@ -151,5 +154,40 @@ export function readInstalls(): InstallRecord[] {
     });
   } catch {
     return [];
+  }
+}
+
+/** The measured first run on this machine: the whole of a run that made every one-time install. */
+export interface FirstRunRecord {
+  /** From scripts/run.sh's start (Node 24 and npm ci included) to the report. */
+  seconds: number;
+  /** When it ended (epoch seconds). */
+  at: number;
+  /** Its one-time installs' own times added up (they overlap each other and the tests). */
+  installSeconds: number;
+}
+
+const firstRunFile = () => join(cacheDir(), 'first-run');
+
+export function recordFirstRun(record: FirstRunRecord): void {
+  try {
+    mkdirSync(cacheDir(), { recursive: true });
+    writeFileSync(firstRunFile(), `${record.seconds} ${record.at} ${record.installSeconds}\n`);
+  } catch {
+    // A read-only cache only costs the report its figure.
+  }
+}
+
+export function readFirstRun(): FirstRunRecord | undefined {
+  try {
+    const [seconds, at, installSeconds] = readFileSync(firstRunFile(), 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    return [seconds, at, installSeconds].every(Number.isFinite)
+      ? { seconds: seconds!, at: at!, installSeconds: installSeconds! }
+      : undefined;
+  } catch {
+    return undefined;
   }
 }
