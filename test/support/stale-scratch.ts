@@ -42,18 +42,23 @@ function lastTouched(path: string, mounts: readonly string[]): number {
   return latest;
 }
 
-/** Mount points inside `path` (a Debian root's /proc), deepest first. */
-function mountsInside(path: string): string[] {
-  const mounts = readFileSync('/proc/mounts', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[1])
-    .filter((point): point is string => point !== undefined)
-    // /proc/mounts writes a space, tab, newline or backslash of a path as \ooo.
-    .map((point) =>
-      point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
-    );
-  return mounts.filter((point) => point.startsWith(`${path}/`)).sort((a, b) => b.length - a.length);
+/** The machine's mount points, as /proc/mounts lists them. */
+function mountPoints(): string[] {
+  return (
+    readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .map((line) => line.split(' ')[1])
+      .filter((point): point is string => point !== undefined)
+      // /proc/mounts writes a space, tab, newline or backslash of a path as \ooo.
+      .map((point) =>
+        point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
+      )
+  );
 }
+
+/** The mount points inside `path` (a Debian root's /proc), deepest first. */
+const mountsInside = (path: string, mounts: readonly string[]) =>
+  mounts.filter((point) => point.startsWith(`${path}/`)).sort((a, b) => b.length - a.length);
 
 /**
  * Removes the stale scratch in `dir` and returns the names removed. A folder with a mount inside
@@ -62,10 +67,12 @@ function mountsInside(path: string): string[] {
  */
 export function removeStaleScratch(dir = tmpdir(), nowMs = Date.now()): string[] {
   const removed: string[] = [];
-  for (const name of readdirSync(dir)) {
-    if (!SCRATCH.test(name)) continue;
+  const names = readdirSync(dir).filter((name) => SCRATCH.test(name));
+  if (names.length === 0) return removed;
+  const machineMounts = mountPoints();
+  for (const name of names) {
     const path = join(dir, name);
-    const mounts = mountsInside(path);
+    const mounts = mountsInside(path, machineMounts);
     try {
       if (!isStaleScratch(name, lastTouched(path, mounts), nowMs)) continue;
     } catch {

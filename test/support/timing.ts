@@ -64,10 +64,7 @@ function statOf(pid: number | 'self'): { ppid: number; cpuMs: number } | undefin
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The fields after the command name, which may hold spaces: state, ppid, ...; utime is the 14th
     // field overall, then stime, cutime, cstime, in clock ticks of 10 ms (Linux's USER_HZ).
-    const fields = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .map(Number);
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
     const ticks = fields[11]! + fields[12]! + fields[13]! + fields[14]!;
     return Number.isFinite(ticks) ? { ppid: fields[1]!, cpuMs: ticks * 10 } : undefined;
   } catch {

@@ -56,10 +56,10 @@ const titleOf = (value: string) =>
 const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
 const isFile = (param: ParamSpec) => param.kind === 'file' || param.kind === 'file[]';
 
-/** How one API parameter looks in n8n (without displayOptions). */
 /** A resource locator's name on the form: the parameter's label without " ID" ("Folder"). */
 export const locatorLabel = (param: Pick<ParamSpec, 'label'>) => param.label.replace(/ ID$/, '');
 
+/** How one API parameter looks in n8n (without displayOptions). */
 export function paramProperty(param: ParamSpec, required: boolean): INodeProperties {
   const base: INodeProperties = {
     displayName: param.label,
